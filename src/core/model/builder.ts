@@ -1,0 +1,385 @@
+// Builds a SnapshotModel incrementally: interns strings, frames and stacks as they stream in and
+// appends rows to typed-array columns. The readers (pickle, JSON) and tests construct models with it.
+
+import { Growable } from "./growable";
+import {
+  type Annotation,
+  BlockState,
+  EMPTY_STACK,
+  type IndexIntoFrames,
+  type IndexIntoStacks,
+  type IndexIntoStrings,
+  KNOWN_ACTIONS,
+  NO_STRING,
+  SegmentType,
+  type SnapshotModel,
+  type SnapshotSource,
+  type TraceTable,
+} from "./types";
+
+export interface SegmentInput {
+  device: number;
+  address: number;
+  totalSizeBytes: number;
+  allocatedSizeBytes: number;
+  activeSizeBytes: number;
+  requestedSizeBytes?: number;
+  streamRaw?: number;
+  segmentType?: string;
+  poolId?: [number, number];
+  isExpandable?: boolean;
+  stack?: IndexIntoStacks;
+}
+
+export interface BlockInput {
+  /** Omit to compute from the segment address plus the sizes of the blocks before it. */
+  address?: number;
+  sizeBytes: number;
+  requestedSizeBytes?: number;
+  state: string;
+  stack?: IndexIntoStacks;
+}
+
+export interface TraceEntryInput {
+  action: string;
+  addr?: number;
+  sizeBytes?: number;
+  streamRaw?: number;
+  timeUs?: number;
+  stack?: IndexIntoStacks;
+  deviceFreeBytes?: number;
+  compileContext?: string;
+  userMetadata?: string;
+  category?: string;
+  isWorkspace?: boolean;
+}
+
+const BLOCK_STATES: Record<string, number> = {
+  inactive: BlockState.inactive,
+  active_allocated: BlockState.active_allocated,
+  active_pending_free: BlockState.active_pending_free,
+  // The docstring's spelling; real files use active_pending_free.
+  active_awaiting_free: BlockState.active_pending_free,
+};
+
+/** Growable columns of one device's trace. */
+class TraceColumns {
+  action = new Growable(Uint8Array);
+  addr = new Growable(Float64Array);
+  sizeBytes = new Growable(Float64Array);
+  streamRaw = new Growable(Float64Array);
+  stream = new Growable(Int32Array);
+  timeUs = new Growable(Float64Array);
+  stack = new Growable(Int32Array);
+  deviceFreeBytes = new Growable(Float64Array);
+  compileContext = new Growable(Int32Array);
+  userMetadata = new Growable(Int32Array);
+  category = new Growable(Int32Array);
+  isWorkspace = new Growable(Uint8Array);
+
+  finish(device: number): TraceTable {
+    return {
+      device,
+      length: this.action.length,
+      action: this.action.trim(),
+      addr: this.addr.trim(),
+      sizeBytes: this.sizeBytes.trim(),
+      streamRaw: this.streamRaw.trim(),
+      stream: this.stream.trim(),
+      timeUs: this.timeUs.trim(),
+      stack: this.stack.trim(),
+      deviceFreeBytes: this.deviceFreeBytes.trim(),
+      compileContext: this.compileContext.trim(),
+      userMetadata: this.userMetadata.trim(),
+      category: this.category.trim(),
+      isWorkspace: this.isWorkspace.trim(),
+    };
+  }
+}
+
+export class ModelBuilder {
+  readonly strings: string[] = [];
+  private readonly stringIds = new Map<string, IndexIntoStrings>();
+
+  private readonly frameFilename = new Growable(Int32Array);
+  private readonly frameLine = new Growable(Int32Array);
+  private readonly frameName = new Growable(Int32Array);
+  private readonly frameIds = new Map<string, IndexIntoFrames>();
+
+  private readonly stackOffsets = new Growable(Int32Array);
+  private readonly stackFrames = new Growable(Int32Array);
+  /** hash → first stack with that hash; collisions chain through stackNext. */
+  private readonly stackByHash = new Map<number, IndexIntoStacks>();
+  private readonly stackNext = new Growable(Int32Array);
+
+  private readonly seg = {
+    device: new Growable(Int32Array, 64),
+    address: new Growable(Float64Array, 64),
+    total: new Growable(Float64Array, 64),
+    allocated: new Growable(Float64Array, 64),
+    active: new Growable(Float64Array, 64),
+    requested: new Growable(Float64Array, 64),
+    streamRaw: new Growable(Float64Array, 64),
+    stream: new Growable(Int32Array, 64),
+    type: new Growable(Uint8Array, 64),
+    pool0: new Growable(Float64Array, 64),
+    pool1: new Growable(Float64Array, 64),
+    expandable: new Growable(Uint8Array, 64),
+    stack: new Growable(Int32Array, 64),
+    firstBlock: new Growable(Int32Array, 64),
+    blockCount: new Growable(Int32Array, 64),
+  };
+  private readonly blk = {
+    segment: new Growable(Int32Array),
+    address: new Growable(Float64Array),
+    computed: new Growable(Uint8Array),
+    size: new Growable(Float64Array),
+    requested: new Growable(Float64Array),
+    state: new Growable(Uint8Array),
+    stack: new Growable(Int32Array),
+  };
+  /** Address where the next block of the open segment starts, for files without block addresses. */
+  private nextBlockAddress = 0;
+
+  private readonly traceColumns: TraceColumns[] = [];
+  readonly actionNames: string[] = [...KNOWN_ACTIONS];
+  private readonly actionIds = new Map<string, number>(KNOWN_ACTIONS.map((name, i) => [name, i]));
+  readonly streams: number[] = [];
+  private readonly streamIds = new Map<number, number>();
+
+  annotations: Annotation[] = [];
+  allocatorSettings: Record<string, unknown> | null = null;
+  hostSegmentCount = 0;
+  hostTraceCount = 0;
+  layout: "dict" | "segment-list" = "dict";
+  legacyHistory = false;
+
+  constructor() {
+    this.stackOffsets.push(0);
+    this.stackOffsets.push(0); // stack 0: the empty stack
+    this.stackNext.push(-1);
+  }
+
+  internString(s: string): IndexIntoStrings {
+    let id = this.stringIds.get(s);
+    if (id === undefined) {
+      id = this.strings.length;
+      this.strings.push(s);
+      this.stringIds.set(s, id);
+    }
+    return id;
+  }
+
+  internFrame(filename: string, line: number, name: string): IndexIntoFrames {
+    const key = `${filename}\u0000${line}\u0000${name}`;
+    let id = this.frameIds.get(key);
+    if (id === undefined) {
+      id = this.frameLine.length;
+      this.frameFilename.push(this.internString(filename));
+      this.frameLine.push(line);
+      this.frameName.push(this.internString(name));
+      this.frameIds.set(key, id);
+    }
+    return id;
+  }
+
+  /** Interns a stack given its frame ids innermost first; identical sequences share one id. */
+  internStack(frameIds: ArrayLike<number>, count = frameIds.length): IndexIntoStacks {
+    if (count === 0) return EMPTY_STACK;
+    let h = count | 0;
+    for (let i = 0; i < count; i++) h = (Math.imul(h ^ frameIds[i], 0x9e3779b1) + 0x7f4a7c15) | 0;
+    const offsets = this.stackOffsets.data;
+    const frames = this.stackFrames.data;
+    for (let s = this.stackByHash.get(h) ?? -1; s >= 0; s = this.stackNext.data[s]) {
+      const start = offsets[s];
+      if (offsets[s + 1] - start !== count) continue;
+      let same = true;
+      for (let i = 0; i < count; i++) {
+        if (frames[start + i] !== frameIds[i]) {
+          same = false;
+          break;
+        }
+      }
+      if (same) return s;
+    }
+    const id = this.stackOffsets.length - 1;
+    for (let i = 0; i < count; i++) this.stackFrames.push(frameIds[i]);
+    this.stackOffsets.push(this.stackFrames.length);
+    this.stackNext.push(this.stackByHash.get(h) ?? -1);
+    this.stackByHash.set(h, id);
+    return id;
+  }
+
+  get stackCount(): number {
+    return this.stackOffsets.length - 1;
+  }
+
+  streamNumber(raw: number): number {
+    let id = this.streamIds.get(raw);
+    if (id === undefined) {
+      id = this.streams.length;
+      this.streams.push(raw);
+      this.streamIds.set(raw, id);
+    }
+    return id;
+  }
+
+  actionId(name: string): number {
+    let id = this.actionIds.get(name);
+    if (id === undefined) {
+      if (this.actionNames.length >= 255) id = this.actionId("<other unknown action>");
+      else {
+        id = this.actionNames.length;
+        this.actionNames.push(name);
+        this.actionIds.set(name, id);
+      }
+    }
+    return id;
+  }
+
+  /** Opens a segment; the blocks added next belong to it. */
+  addSegment(s: SegmentInput): number {
+    const id = this.seg.device.length;
+    const streamRaw = s.streamRaw ?? 0;
+    this.seg.device.push(s.device);
+    this.seg.address.push(s.address);
+    this.seg.total.push(s.totalSizeBytes);
+    this.seg.allocated.push(s.allocatedSizeBytes);
+    this.seg.active.push(s.activeSizeBytes);
+    this.seg.requested.push(s.requestedSizeBytes ?? Number.NaN);
+    this.seg.streamRaw.push(streamRaw);
+    this.seg.stream.push(this.streamNumber(streamRaw));
+    this.seg.type.push(
+      s.segmentType === "small" ? SegmentType.small : s.segmentType === "large" ? SegmentType.large : SegmentType.unknown,
+    );
+    this.seg.pool0.push(s.poolId?.[0] ?? 0);
+    this.seg.pool1.push(s.poolId?.[1] ?? 0);
+    this.seg.expandable.push(s.isExpandable ? 1 : 0);
+    this.seg.stack.push(s.stack ?? EMPTY_STACK);
+    this.seg.firstBlock.push(this.blk.size.length);
+    this.seg.blockCount.push(0);
+    this.nextBlockAddress = s.address;
+    return id;
+  }
+
+  /** Adds a block to the most recently added segment. */
+  addBlock(b: BlockInput): number {
+    const segment = this.seg.device.length - 1;
+    if (segment < 0) throw new Error("addBlock before addSegment");
+    const id = this.blk.size.length;
+    const computed = b.address === undefined;
+    const address = computed ? this.nextBlockAddress : (b.address as number);
+    this.blk.segment.push(segment);
+    this.blk.address.push(address);
+    this.blk.computed.push(computed ? 1 : 0);
+    this.blk.size.push(b.sizeBytes);
+    this.blk.requested.push(b.requestedSizeBytes ?? Number.NaN);
+    this.blk.state.push(BLOCK_STATES[b.state] ?? BlockState.unknown);
+    this.blk.stack.push(b.stack ?? EMPTY_STACK);
+    this.seg.blockCount.data[segment]++;
+    this.nextBlockAddress = address + b.sizeBytes;
+    return id;
+  }
+
+  private trace(device: number): TraceColumns {
+    while (this.traceColumns.length <= device) this.traceColumns.push(new TraceColumns());
+    return this.traceColumns[device];
+  }
+
+  /** Declares that device_traces has at least `count` lists, even empty ones. */
+  ensureDevices(count: number): void {
+    if (count > 0) this.trace(count - 1);
+  }
+
+  addTraceEntry(device: number, e: TraceEntryInput): void {
+    const t = this.trace(device);
+    const streamRaw = e.streamRaw ?? 0;
+    t.action.push(this.actionId(e.action));
+    t.addr.push(e.addr ?? Number.NaN);
+    t.sizeBytes.push(e.sizeBytes ?? 0);
+    t.streamRaw.push(streamRaw);
+    t.stream.push(this.streamNumber(streamRaw));
+    t.timeUs.push(e.timeUs ?? Number.NaN);
+    t.stack.push(e.stack ?? EMPTY_STACK);
+    t.deviceFreeBytes.push(e.deviceFreeBytes ?? Number.NaN);
+    t.compileContext.push(e.compileContext === undefined ? NO_STRING : this.internString(e.compileContext));
+    t.userMetadata.push(e.userMetadata === undefined ? NO_STRING : this.internString(e.userMetadata));
+    t.category.push(e.category === undefined ? NO_STRING : this.internString(e.category));
+    t.isWorkspace.push(e.isWorkspace ? 1 : 0);
+  }
+
+  finish(source: SnapshotSource): SnapshotModel {
+    const s = this.seg;
+    const b = this.blk;
+    return {
+      source,
+      layout: this.layout,
+      legacyHistory: this.legacyHistory,
+      strings: this.strings,
+      frames: {
+        length: this.frameLine.length,
+        filename: this.frameFilename.trim(),
+        line: this.frameLine.trim(),
+        name: this.frameName.trim(),
+      },
+      stacks: {
+        length: this.stackCount,
+        offsets: this.stackOffsets.trim(),
+        frameIds: this.stackFrames.trim(),
+      },
+      segments: {
+        length: s.device.length,
+        device: s.device.trim(),
+        address: s.address.trim(),
+        totalSizeBytes: s.total.trim(),
+        allocatedSizeBytes: s.allocated.trim(),
+        activeSizeBytes: s.active.trim(),
+        requestedSizeBytes: s.requested.trim(),
+        streamRaw: s.streamRaw.trim(),
+        stream: s.stream.trim(),
+        segmentType: s.type.trim(),
+        poolId0: s.pool0.trim(),
+        poolId1: s.pool1.trim(),
+        isExpandable: s.expandable.trim(),
+        stack: s.stack.trim(),
+        firstBlock: s.firstBlock.trim(),
+        blockCount: s.blockCount.trim(),
+      },
+      blocks: {
+        length: b.size.length,
+        segment: b.segment.trim(),
+        address: b.address.trim(),
+        addressComputed: b.computed.trim(),
+        sizeBytes: b.size.trim(),
+        requestedSizeBytes: b.requested.trim(),
+        state: b.state.trim(),
+        stack: b.stack.trim(),
+      },
+      traces: this.traceColumns.map((t, device) => t.finish(device)),
+      actionNames: this.actionNames,
+      streams: this.streams,
+      annotations: this.annotations,
+      allocatorSettings: this.allocatorSettings,
+      hostSegmentCount: this.hostSegmentCount,
+      hostTraceCount: this.hostTraceCount,
+    };
+  }
+}
+
+/** Frames of a stack, innermost first, as plain objects (for display and tests). */
+export function stackFrames(
+  model: SnapshotModel,
+  stack: IndexIntoStacks,
+): { filename: string; line: number; name: string }[] {
+  const { offsets, frameIds } = model.stacks;
+  const out = [];
+  for (let i = offsets[stack]; i < offsets[stack + 1]; i++) {
+    const f = frameIds[i];
+    out.push({
+      filename: model.strings[model.frames.filename[f]],
+      line: model.frames.line[f],
+      name: model.strings[model.frames.name[f]],
+    });
+  }
+  return out;
+}

@@ -1,0 +1,160 @@
+// The one model every input variant is normalised into. Columnar: bulk data lives in typed arrays,
+// every string once in `strings`, every distinct frame once in `frames`, every distinct stack once in
+// `stacks`. Indices are plain numbers; the aliases below say what they index into.
+
+export type IndexIntoStrings = number;
+export type IndexIntoFrames = number;
+/** Index into the stack table. EMPTY_STACK (0) is the empty stack: no frames recorded. */
+export type IndexIntoStacks = number;
+export type IndexIntoSegments = number;
+export type IndexIntoBlocks = number;
+
+export const EMPTY_STACK: IndexIntoStacks = 0;
+/** Column value for "field absent" in Int32 string-index columns. */
+export const NO_STRING = -1;
+
+/** Known trace actions get fixed ids; unknown ones are appended to `actionNames` after these. */
+export const Action = {
+  alloc: 0,
+  free_requested: 1,
+  free_completed: 2,
+  segment_alloc: 3,
+  segment_free: 4,
+  segment_map: 5,
+  segment_unmap: 6,
+  snapshot: 7,
+  oom: 8,
+  workspace_snapshot: 9,
+  annotate: 10,
+} as const;
+export const KNOWN_ACTIONS: readonly string[] = Object.keys(Action);
+
+export const BlockState = {
+  inactive: 0,
+  active_allocated: 1,
+  active_pending_free: 2,
+  unknown: 3,
+} as const;
+export const BLOCK_STATE_NAMES = ["inactive", "active_allocated", "active_pending_free", "unknown"] as const;
+
+export const SegmentType = { small: 0, large: 1, unknown: 2 } as const;
+
+export interface FrameTable {
+  length: number;
+  filename: Int32Array; // IndexIntoStrings
+  line: Int32Array;
+  name: Int32Array; // IndexIntoStrings
+}
+
+/** Stack s holds frameIds[offsets[s] .. offsets[s+1]), innermost frame first. Stack 0 is empty. */
+export interface StackTable {
+  length: number;
+  offsets: Int32Array; // length + 1 entries
+  frameIds: Int32Array; // IndexIntoFrames
+}
+
+export interface SegmentTable {
+  length: number;
+  device: Int32Array;
+  address: Float64Array;
+  totalSizeBytes: Float64Array;
+  allocatedSizeBytes: Float64Array;
+  activeSizeBytes: Float64Array;
+  requestedSizeBytes: Float64Array; // NaN when absent
+  /** The raw stream id from the file (pointer-like ints are normal). */
+  streamRaw: Float64Array;
+  /** Display number: index into SnapshotModel.streams. */
+  stream: Int32Array;
+  segmentType: Uint8Array; // SegmentType
+  poolId0: Float64Array; // segment_pool_id[0], 0 when absent
+  poolId1: Float64Array; // segment_pool_id[1], 0 when absent
+  isExpandable: Uint8Array;
+  stack: Int32Array; // IndexIntoStacks of the cudaMalloc
+  firstBlock: Int32Array; // IndexIntoBlocks
+  blockCount: Int32Array;
+}
+
+export interface BlockTable {
+  length: number;
+  segment: Int32Array; // IndexIntoSegments
+  address: Float64Array;
+  /** 1 when the file had no block address (torch 2.0) and it was computed from the segment. */
+  addressComputed: Uint8Array;
+  sizeBytes: Float64Array; // rounded
+  requestedSizeBytes: Float64Array; // NaN when absent
+  state: Uint8Array; // BlockState
+  stack: Int32Array; // IndexIntoStacks
+}
+
+export interface TraceTable {
+  device: number;
+  length: number;
+  action: Uint8Array; // index into SnapshotModel.actionNames
+  addr: Float64Array; // NaN when absent (oom)
+  sizeBytes: Float64Array; // requested (unrounded) size, see snapshot-format.md
+  streamRaw: Float64Array;
+  stream: Int32Array; // display number
+  timeUs: Float64Array; // NaN when absent
+  stack: Int32Array; // IndexIntoStacks
+  deviceFreeBytes: Float64Array; // oom only; NaN otherwise
+  compileContext: Int32Array; // IndexIntoStrings or NO_STRING
+  userMetadata: Int32Array; // IndexIntoStrings or NO_STRING
+  /** Profiler-made snapshots carry a category per entry; IndexIntoStrings or NO_STRING. */
+  category: Int32Array;
+  /** 1 for torch_npu's workspace-allocator entries prepended to the device list. */
+  isWorkspace: Uint8Array;
+}
+
+export interface Annotation {
+  name: string;
+  stage: string; // "START" | "END" as written
+  device: number;
+  timeUs: number; // NaN when absent
+}
+
+export type InputFormat = "pickle" | "pickle+gzip" | "zip" | "json" | "segment-list";
+
+export interface SnapshotSource {
+  fileName: string;
+  byteLength: number;
+  format: InputFormat;
+  /** Protocol of the PROTO opcode; null when there was none (protocol 0/1) or the input is JSON. */
+  pickleProtocol: number | null;
+  /** Things worth telling the user that are not errors (trailing bytes after STOP, unknown keys…). */
+  notes: string[];
+}
+
+export interface SnapshotModel {
+  source: SnapshotSource;
+  /** "dict": {segments, device_traces, …}; "segment-list": the legacy bare list of segments. */
+  layout: "dict" | "segment-list";
+  /** torch 2.0 blocks with `history` instead of `frames`. */
+  legacyHistory: boolean;
+  strings: string[];
+  frames: FrameTable;
+  stacks: StackTable;
+  segments: SegmentTable;
+  blocks: BlockTable;
+  /** One table per device index, in file order (device_traces[i]). May be empty. */
+  traces: TraceTable[];
+  /** Action id → name. The first KNOWN_ACTIONS.length are fixed; unknown actions follow. */
+  actionNames: string[];
+  /** Raw stream id of each display stream number, in order of first appearance. */
+  streams: number[];
+  annotations: Annotation[];
+  allocatorSettings: Record<string, unknown> | null;
+  /** Number of host (pinned memory) segments and trace entries, kept as counts only. */
+  hostSegmentCount: number;
+  hostTraceCount: number;
+}
+
+/** Counters sidecar: `<dump>.counters.json`, written by the process beside the dump. */
+export interface CountersSidecar {
+  memoryAllocatedBytes: number | null;
+  memoryReservedBytes: number | null;
+  maxMemoryAllocatedBytes: number | null;
+  maxMemoryReservedBytes: number | null;
+  device: number | null;
+  tag: string | null;
+  memoryStats: Record<string, number> | null;
+}
