@@ -62,8 +62,8 @@ const BLOCK_STATES: Record<string, number> = {
   active_awaiting_free: BlockState.active_pending_free,
 };
 
-/** Growable columns of one device's trace. */
-class TraceColumns {
+/** Growable columns of one device's trace (or of rows staged before their device is known). */
+export class TraceColumns {
   action = new Growable(Uint8Array);
   addr = new Growable(Float64Array);
   sizeBytes = new Growable(Float64Array);
@@ -76,6 +76,32 @@ class TraceColumns {
   userMetadata = new Growable(Int32Array);
   category = new Growable(Int32Array);
   isWorkspace = new Growable(Uint8Array);
+
+  /** A table of the given rows, in the order given. */
+  gather(device: number, rows: ArrayLike<number>): TraceTable {
+    const pick = <T extends Float64Array | Int32Array | Uint8Array>(g: Growable<T>): T => {
+      const src = g.data;
+      const out = new (src.constructor as { new (n: number): T })(rows.length);
+      for (let i = 0; i < rows.length; i++) out[i] = src[rows[i]];
+      return out;
+    };
+    return {
+      device,
+      length: rows.length,
+      action: pick(this.action),
+      addr: pick(this.addr),
+      sizeBytes: pick(this.sizeBytes),
+      streamRaw: pick(this.streamRaw),
+      stream: pick(this.stream),
+      timeUs: pick(this.timeUs),
+      stack: pick(this.stack),
+      deviceFreeBytes: pick(this.deviceFreeBytes),
+      compileContext: pick(this.compileContext),
+      userMetadata: pick(this.userMetadata),
+      category: pick(this.category),
+      isWorkspace: pick(this.isWorkspace),
+    };
+  }
 
   finish(device: number): TraceTable {
     return {
@@ -281,6 +307,12 @@ export class ModelBuilder {
     return id;
   }
 
+  /** Replaces the per-device traces (readers that stage rows before knowing the device use this). */
+  setTraceTables(tables: TraceTable[]): void {
+    this.traceTables = tables;
+  }
+  private traceTables: TraceTable[] | null = null;
+
   private trace(device: number): TraceColumns {
     while (this.traceColumns.length <= device) this.traceColumns.push(new TraceColumns());
     return this.traceColumns[device];
@@ -355,7 +387,7 @@ export class ModelBuilder {
         state: b.state.trim(),
         stack: b.stack.trim(),
       },
-      traces: this.traceColumns.map((t, device) => t.finish(device)),
+      traces: this.traceTables ?? this.traceColumns.map((t, device) => t.finish(device)),
       actionNames: this.actionNames,
       streams: this.streams,
       annotations: this.annotations,

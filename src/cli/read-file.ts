@@ -1,0 +1,40 @@
+// Node-side file access for the CLI: a ByteSource over a file handle, with errors a user can act on.
+
+import { open } from "node:fs/promises";
+import { basename } from "node:path";
+import type { ByteSource } from "../core/formats/byte-source";
+import { permissionDenied, SnapshotReadError } from "../core/formats/errors";
+import { type ReadOptions, readSnapshot } from "../core/formats/read";
+import type { SnapshotModel } from "../core/model/types";
+
+export async function withFileSource<T>(path: string, use: (src: ByteSource) => Promise<T>): Promise<T> {
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(path, "r");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "EACCES" || code === "EPERM") throw permissionDenied(path);
+    if (code === "ENOENT") throw new SnapshotReadError("io", `${path}: no such file.`);
+    if (code === "EISDIR") throw new SnapshotReadError("io", `${path} is a directory; give the snapshot file inside it.`);
+    throw new SnapshotReadError("io", `${path} could not be opened: ${(e as Error).message}`);
+  }
+  try {
+    const { size } = await handle.stat();
+    const src: ByteSource = {
+      name: basename(path),
+      sizeBytes: size,
+      read: async (offset, length) => {
+        const buf = new Uint8Array(length);
+        const { bytesRead } = await handle.read(buf, 0, length, offset);
+        return bytesRead === length ? buf : buf.subarray(0, bytesRead);
+      },
+    };
+    return await use(src);
+  } finally {
+    await handle.close();
+  }
+}
+
+export function readSnapshotFile(path: string, opts?: ReadOptions): Promise<SnapshotModel> {
+  return withFileSource(path, (src) => readSnapshot(src, opts));
+}

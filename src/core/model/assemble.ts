@@ -1,0 +1,335 @@
+// Turns unpickled values (or parsed JSON, converted to the same value classes) into a SnapshotModel.
+// The hooks run while the pickle streams in: frame lists become stack ids as soon as they are complete,
+// trace entries go straight into typed-array columns, and the memo's references to them are dropped,
+// so a 1 GB file never exists as millions of JS objects.
+
+import type { UnpickleHooks } from "../pickle/unpickler";
+import { describeValue, isSequence, PyDict, PyList, PySet, sequenceItems } from "../pickle/values";
+import { SnapshotReadError } from "../formats/errors";
+import { ModelBuilder, TraceColumns } from "./builder";
+import { EMPTY_STACK, NO_STRING, type SnapshotModel, type SnapshotSource, type TraceTable } from "./types";
+
+/** A frames list after interning: stands in for the list in dicts and in the memo. */
+export class StackRef {
+  constructor(readonly id: number) {}
+}
+
+/** What a memo slot holds once its trace entry was written to columns. */
+const CONSUMED = Object.freeze({ consumed: true });
+
+const KNOWN_TOP_KEYS = new Set([
+  "segments",
+  "device_traces",
+  "allocator_settings",
+  "external_annotations",
+  "host_segments",
+  "host_traces",
+]);
+
+export class SnapshotAssembler {
+  readonly builder = new ModelBuilder();
+  /** Trace rows in file order; each device list records which rows it holds. */
+  private readonly staging = new TraceColumns();
+  private readonly stackRefs: StackRef[] = [];
+  private frameScratch = new Int32Array(256);
+  private memo: unknown[] = [];
+  private readonly notes: string[] = [];
+  private lostPrecision = false;
+
+  readonly hooks: UnpickleHooks = {
+    onSetItem: (key, value) => (key === "frames" || key === "forward_frames" ? this.toStack(value) : value),
+    consume: (list, item) => {
+      if (!(item instanceof PyDict) || (item.k[0] !== "action" && !item.has("action"))) return false;
+      list.addRow(this.stageTraceEntry(item));
+      if (item.memo >= 0) this.memo[item.memo] = CONSUMED;
+      return true;
+    },
+  };
+
+  /** The unpickler's memo, so consumed values can be released from it. */
+  attachMemo(memo: unknown[]): void {
+    this.memo = memo;
+  }
+
+  private stackRef(id: number): StackRef {
+    let ref = this.stackRefs[id];
+    if (ref === undefined) ref = this.stackRefs[id] = new StackRef(id);
+    return ref;
+  }
+
+  private toStack(value: unknown): unknown {
+    if (value instanceof StackRef || !isSequence(value)) return value;
+    const items = sequenceItems(value);
+    if (this.frameScratch.length < items.length) this.frameScratch = new Int32Array(items.length * 2);
+    const ids = this.frameScratch;
+    let n = 0;
+    for (let i = 0; i < items.length; i++) {
+      const f = items[i];
+      if (f instanceof PyDict) ids[n++] = this.frameId(f);
+    }
+    const ref = this.stackRef(this.builder.internStack(ids, n));
+    if (value instanceof PyList && value.memo >= 0) this.memo[value.memo] = ref;
+    return ref;
+  }
+
+  private frameId(d: PyDict): number {
+    if (d.tag >= 0) return d.tag;
+    const id = this.builder.internFrame(text(d.get("filename")), int(d.get("line")), text(d.get("name")));
+    d.tag = id;
+    return id;
+  }
+
+  private num(v: unknown): number {
+    if (typeof v === "number") return v;
+    if (typeof v === "bigint") {
+      if (!this.lostPrecision && (v > BigInt(Number.MAX_SAFE_INTEGER) || v < -BigInt(Number.MAX_SAFE_INTEGER))) {
+        this.lostPrecision = true;
+        this.notes.push(`an address or size (${v}) is beyond 2^53; it is shown rounded to ${Number(v)}`);
+      }
+      return Number(v);
+    }
+    if (typeof v === "boolean") return v ? 1 : 0;
+    return Number.NaN;
+  }
+
+  private optString(v: unknown): number {
+    if (v === undefined || v === null) return NO_STRING;
+    if (typeof v === "string") return this.builder.internString(v);
+    return this.builder.internString(JSON.stringify(toPlain(v)));
+  }
+
+  private stageTraceEntry(d: PyDict): number {
+    const t = this.staging;
+    const row = t.action.length;
+    let action = "";
+    let addr = Number.NaN;
+    let size = 0;
+    let stream = 0;
+    let time = Number.NaN;
+    let stack = EMPTY_STACK;
+    let deviceFree = Number.NaN;
+    let compileContext = NO_STRING;
+    let userMetadata = NO_STRING;
+    let category = NO_STRING;
+    const keys = d.k;
+    const values = d.v;
+    for (let i = 0; i < keys.length; i++) {
+      const v = values[i];
+      switch (keys[i]) {
+        case "action":
+          action = typeof v === "string" ? v : String(v);
+          break;
+        case "addr":
+          addr = this.num(v);
+          break;
+        case "size":
+          size = this.num(v);
+          break;
+        case "stream":
+          stream = this.num(v);
+          break;
+        case "time_us":
+          time = this.num(v);
+          break;
+        case "frames":
+          if (v instanceof StackRef) stack = v.id;
+          else {
+            const ref = this.toStack(v);
+            if (ref instanceof StackRef) stack = ref.id;
+          }
+          break;
+        case "device_free":
+          deviceFree = this.num(v);
+          break;
+        case "compile_context":
+          compileContext = this.optString(v);
+          break;
+        case "user_metadata":
+          userMetadata = v === "" ? NO_STRING : this.optString(v);
+          break;
+        case "category":
+          category = this.optString(v);
+          break;
+      }
+    }
+    t.action.push(this.builder.actionId(action));
+    t.addr.push(addr);
+    t.sizeBytes.push(size);
+    t.streamRaw.push(stream);
+    t.stream.push(this.builder.streamNumber(stream));
+    t.timeUs.push(time);
+    t.stack.push(stack);
+    t.deviceFreeBytes.push(deviceFree);
+    t.compileContext.push(compileContext);
+    t.userMetadata.push(userMetadata);
+    t.category.push(category);
+    t.isWorkspace.push(0);
+    return row;
+  }
+
+  private stackOf(v: unknown): number {
+    const ref = v instanceof StackRef ? v : this.toStack(v);
+    return ref instanceof StackRef ? ref.id : EMPTY_STACK;
+  }
+
+  private addSegments(list: unknown): void {
+    if (!isSequence(list)) throw notSnapshot(`"segments" holds ${describeValue(list)}, not a list of segments`);
+    let skipped = 0;
+    for (const seg of sequenceItems(list)) {
+      if (!(seg instanceof PyDict)) {
+        skipped++;
+        continue;
+      }
+      const pool = seg.get("segment_pool_id");
+      const poolItems = isSequence(pool) ? sequenceItems(pool) : null;
+      this.builder.addSegment({
+        device: int(seg.get("device")),
+        address: this.num(seg.get("address")),
+        totalSizeBytes: this.num(seg.get("total_size")) || 0,
+        allocatedSizeBytes: this.num(seg.get("allocated_size")) || 0,
+        activeSizeBytes: this.num(seg.get("active_size")) || 0,
+        requestedSizeBytes: seg.has("requested_size") ? this.num(seg.get("requested_size")) : undefined,
+        streamRaw: this.num(seg.get("stream")) || 0,
+        segmentType: typeof seg.get("segment_type") === "string" ? (seg.get("segment_type") as string) : undefined,
+        poolId: poolItems && poolItems.length >= 2 ? [this.num(poolItems[0]), this.num(poolItems[1])] : undefined,
+        isExpandable: seg.get("is_expandable") === true,
+        stack: this.stackOf(seg.get("frames")),
+      });
+      const blocks = seg.get("blocks");
+      if (!isSequence(blocks)) continue;
+      for (const b of sequenceItems(blocks)) {
+        if (!(b instanceof PyDict)) continue;
+        let stack = this.stackOf(b.get("frames"));
+        let requested = b.has("requested_size") ? this.num(b.get("requested_size")) : undefined;
+        const history = b.get("history");
+        if (!b.has("frames") && isSequence(history)) {
+          // torch 2.0: the stack and the requested size live in history[0]
+          this.builder.legacyHistory = true;
+          const first = sequenceItems(history)[0];
+          if (first instanceof PyDict) {
+            stack = this.stackOf(first.get("frames"));
+            if (requested === undefined && first.has("real_size")) requested = this.num(first.get("real_size"));
+          }
+        }
+        this.builder.addBlock({
+          address: b.has("address") ? this.num(b.get("address")) : undefined,
+          sizeBytes: this.num(b.get("size")) || 0,
+          requestedSizeBytes: requested,
+          state: typeof b.get("state") === "string" ? (b.get("state") as string) : "unknown",
+          stack,
+        });
+      }
+    }
+    if (skipped > 0) this.notes.push(`${skipped} entries of "segments" are not segment dicts and were skipped`);
+  }
+
+  private rowsOf(list: PyList | readonly unknown[]): number[] {
+    if (list instanceof PyList) {
+      const rows = list.rows();
+      for (const item of list.items) if (item instanceof PyDict && item.has("action")) rows.push(this.stageTraceEntry(item));
+      return rows;
+    }
+    const rows: number[] = [];
+    for (const item of list) if (item instanceof PyDict && item.has("action")) rows.push(this.stageTraceEntry(item));
+    return rows;
+  }
+
+  private addTraces(traces: unknown): void {
+    if (!isSequence(traces)) {
+      this.notes.push(`"device_traces" holds ${describeValue(traces)}, not a list; no trace was read`);
+      return;
+    }
+    const tables: TraceTable[] = [];
+    const workspace = this.builder.actionId("workspace_snapshot");
+    for (const [device, list] of sequenceItems(traces).entries()) {
+      const rows = isSequence(list) ? this.rowsOf(list) : [];
+      const table = this.staging.gather(device, rows);
+      markWorkspacePrefix(table, workspace);
+      tables.push(table);
+    }
+    this.builder.setTraceTables(tables);
+  }
+
+  finish(root: unknown, source: SnapshotSource): SnapshotModel {
+    const b = this.builder;
+    if (root instanceof PyDict) {
+      if (!root.has("segments") && !root.has("device_traces")) {
+        throw notSnapshot(`the file holds ${describeValue(root)}, not a memory snapshot (no "segments" or "device_traces")`);
+      }
+      if (root.has("segments")) this.addSegments(root.get("segments"));
+      if (root.has("device_traces")) this.addTraces(root.get("device_traces"));
+      else b.setTraceTables([]);
+      const settings = root.get("allocator_settings");
+      if (settings instanceof PyDict) b.allocatorSettings = toPlain(settings) as Record<string, unknown>;
+      const annotations = root.get("external_annotations");
+      if (isSequence(annotations)) {
+        for (const a of sequenceItems(annotations)) {
+          if (!(a instanceof PyDict)) continue;
+          b.annotations.push({
+            name: text(a.get("name")),
+            stage: text(a.get("stage")),
+            device: int(a.get("device")),
+            timeUs: this.num(a.get("time_us")),
+          });
+        }
+      }
+      const hostSegments = root.get("host_segments");
+      if (isSequence(hostSegments)) b.hostSegmentCount = sequenceItems(hostSegments).length;
+      const hostTraces = root.get("host_traces");
+      if (hostTraces instanceof PyList) b.hostTraceCount = hostTraces.rowCount + hostTraces.items.length;
+      const unknown = root.k.filter((k) => typeof k !== "string" || !KNOWN_TOP_KEYS.has(k));
+      if (unknown.length > 0) this.notes.push(`unrecognised top-level keys kept aside: ${unknown.map(String).join(", ")}`);
+    } else if (isSequence(root) && sequenceItems(root).every((s) => s instanceof PyDict && (s.has("blocks") || s.has("total_size")))) {
+      b.layout = "segment-list";
+      this.addSegments(root);
+      b.setTraceTables([]);
+    } else {
+      throw notSnapshot(
+        `the file holds ${describeValue(root)}, not a memory snapshot (expected a dict with "segments" and "device_traces", or a list of segments)`,
+      );
+    }
+    return b.finish({ ...source, notes: [...source.notes, ...this.notes] });
+  }
+}
+
+/**
+ * torch_npu prepends its workspace allocator's entries to a device's list, ending with a
+ * `workspace_snapshot` entry; they are not in time order with the rest. Mark that leading run.
+ */
+function markWorkspacePrefix(t: TraceTable, workspaceAction: number): void {
+  let last = -1;
+  for (let i = 0; i < t.length; i++) if (t.action[i] === workspaceAction) last = i;
+  for (let i = 0; i <= last; i++) t.isWorkspace[i] = 1;
+}
+
+function notSnapshot(message: string): SnapshotReadError {
+  return new SnapshotReadError("not-snapshot", `Not a memory snapshot: ${message}. Open a file written by torch.cuda.memory._dump_snapshot().`);
+}
+
+function text(v: unknown): string {
+  if (typeof v === "string") return v;
+  if (v === undefined || v === null) return "";
+  return String(v);
+}
+
+function int(v: unknown): number {
+  if (typeof v === "number") return v;
+  if (typeof v === "bigint") return Number(v);
+  return 0;
+}
+
+/** Converts small unpickled values to plain JSON-safe data (depth-limited; keys become strings). */
+export function toPlain(v: unknown, depth = 0): unknown {
+  if (depth > 32) return "…";
+  if (v instanceof PyDict) {
+    return Object.fromEntries(v.k.map((k, i) => [String(k), toPlain(v.v[i], depth + 1)]));
+  }
+  if (v instanceof PyList) return v.items.map((x) => toPlain(x, depth + 1));
+  if (Array.isArray(v)) return v.map((x) => toPlain(x, depth + 1));
+  if (v instanceof PySet) return v.items.map((x) => toPlain(x, depth + 1));
+  if (v instanceof StackRef) return `<stack ${v.id}>`;
+  if (typeof v === "bigint") return v.toString();
+  if (v instanceof Uint8Array) return `<${v.length} bytes>`;
+  if (v === CONSUMED) return "<trace entry>";
+  return v;
+}
