@@ -1,0 +1,16 @@
+// Runs Python (the independent source of truth for pickles) from tests.
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+
+export const REPO = resolve(import.meta.dirname, "../..");
+export const REAL_DIR = resolve(REPO, "../shared/fixtures/real");
+export const HAVE_REAL = existsSync(REAL_DIR);
+
+export function python(args: string[], input?: string): string {
+  return execFileSync("python3", args, { input, encoding: "utf8", maxBuffer: 1 << 30, cwd: REPO });
+}
+
+export function pythonBytes(code: string): Buffer {
+  return execFileSync("python3", ["-c", code], { maxBuffer: 1 << 30, cwd: REPO });
+}
