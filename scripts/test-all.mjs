@@ -17,12 +17,19 @@ mkdirSync("test-results", { recursive: true });
 // Lint/format and typecheck count as one check each.
 results.push({ suite: "lint (biome)", passed: run("lint", "npx", ["biome", "check", "."]) === 0 ? 1 : 0 });
 results.at(-1).failed = 1 - results.at(-1).passed;
-results.push({ suite: "typecheck (tsc)", passed: run("typecheck", "npx", ["tsc", "-p", "tsconfig.json", "--noEmit"]) === 0 ? 1 : 0 });
+results.push({
+  suite: "typecheck (tsc)",
+  passed: run("typecheck", "npx", ["tsc", "-p", "tsconfig.json", "--noEmit"]) === 0 ? 1 : 0,
+});
 results.at(-1).failed = 1 - results.at(-1).passed;
 
 rmSync("test-results/unit.json", { force: true });
 const unitStatus = run("unit + corpus", "npx", [
-  "vitest", "run", "--reporter=default", "--reporter=json", "--outputFile.json=test-results/unit.json",
+  "vitest",
+  "run",
+  "--reporter=default",
+  "--reporter=json",
+  "--outputFile.json=test-results/unit.json",
 ]);
 const unit = readJson("test-results/unit.json");
 results.push({
@@ -36,7 +43,9 @@ rmSync("test-results/e2e.json", { force: true });
 const buildStatus = run("build", "npx", ["vite", "build"]);
 if (buildStatus !== 0) results.push({ suite: "e2e (build)", passed: 0, failed: 1 });
 else {
-  const e2eStatus = run("e2e", "npx", ["playwright", "test"], { PLAYWRIGHT_JSON_OUTPUT_NAME: "test-results/e2e.json" });
+  const e2eStatus = run("e2e", "npx", ["playwright", "test"], {
+    PLAYWRIGHT_JSON_OUTPUT_NAME: "test-results/e2e.json",
+  });
   const e2e = readJson("test-results/e2e.json");
   const stats = e2e?.stats;
   results.push({
@@ -48,7 +57,10 @@ else {
 }
 
 console.log("\n=== summary");
-for (const r of results) console.log(`${r.suite}: ${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ""}`);
+for (const r of results)
+  console.log(
+    `${r.suite}: ${r.passed} passed, ${r.failed} failed${r.skipped ? `, ${r.skipped} skipped` : ""}`,
+  );
 const passed = results.reduce((n, r) => n + r.passed, 0);
 const failed = results.reduce((n, r) => n + r.failed, 0);
 const skipped = results.reduce((n, r) => n + (r.skipped ?? 0), 0);

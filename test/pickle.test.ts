@@ -10,7 +10,13 @@ function canon(v: unknown): unknown {
   if (v instanceof PyDict) return { dict: v.k.map((k, i) => [canon(k), canon(v.v[i])]) };
   if (v instanceof PyList) return { list: v.items.map(canon) };
   if (Array.isArray(v)) return { tuple: v.map(canon) };
-  if (v instanceof PySet) return { [v.frozen ? "frozenset" : "set"]: v.items.map(canon).map((x) => JSON.stringify(x)).sort() };
+  if (v instanceof PySet)
+    return {
+      [v.frozen ? "frozenset" : "set"]: v.items
+        .map(canon)
+        .map((x) => JSON.stringify(x))
+        .sort(),
+    };
   if (v instanceof Uint8Array) return { bytes: Array.from(v) };
   if (typeof v === "bigint") return { int: v.toString() };
   if (typeof v === "number" && Number.isInteger(v) && !Object.is(v, -0)) return { int: String(v) };
@@ -62,7 +68,9 @@ print(json.dumps(canon(value)))
 `;
 
 function pyPickle(proto: number): { bytes: Uint8Array; expected: unknown } {
-  const [b64, json] = python(["-c", PY_CANON, String(proto)]).trim().split("\n");
+  const [b64, json] = python(["-c", PY_CANON, String(proto)])
+    .trim()
+    .split("\n");
   return { bytes: new Uint8Array(Buffer.from(b64, "base64")), expected: JSON.parse(json) };
 }
 
@@ -134,7 +142,10 @@ describe("hostile input", () => {
   });
 
   const refused: [string, string][] = [
-    ["GLOBAL/REDUCE", "import pickle,os,sys; sys.stdout.buffer.write(b'cos\\nsystem\\n(S\\'echo hi\\'\\ntR.')"],
+    [
+      "GLOBAL/REDUCE",
+      "import pickle,os,sys; sys.stdout.buffer.write(b'cos\\nsystem\\n(S\\'echo hi\\'\\ntR.')",
+    ],
     ["STACK_GLOBAL", "import pickle,sys; sys.stdout.buffer.write(pickle.dumps(print, protocol=4))"],
     ["BUILD", "import sys; sys.stdout.buffer.write(b'\\x80\\x04}\\x94}\\x94b.')"],
     ["INST", "import sys; sys.stdout.buffer.write(b'(ios\\nsystem\\nS\\'x\\'\\n.')"],
@@ -143,7 +154,17 @@ describe("hostile input", () => {
   ];
   for (const [name, code] of refused) {
     it(`refuses ${name} with the opcode's name and byte offset`, () => {
-      const bytes = new Uint8Array(Buffer.from(python(["-c", code.replace("sys.stdout.buffer.write(", "import base64; print(base64.b64encode(").replace(/\)$/, ").decode())")]).trim(), "base64"));
+      const bytes = new Uint8Array(
+        Buffer.from(
+          python([
+            "-c",
+            code
+              .replace("sys.stdout.buffer.write(", "import base64; print(base64.b64encode(")
+              .replace(/\)$/, ").decode())"),
+          ]).trim(),
+          "base64",
+        ),
+      );
       const e = errorOf(() => unpickle(bytes));
       expect(e.kind).toBe("unsafe");
       expect(e.message).toContain(name.split("/")[0]);

@@ -1,8 +1,9 @@
 // `memscope inspect FILE [--json]`: what the reader found, as counts and segment-field totals.
 
 import { summarize } from "../core/model/summary";
-import { readSnapshotFile } from "./read-file";
+import { formatBytes } from "../core/units";
 import type { CliIo } from "./main";
+import { readSnapshotFile } from "./read-file";
 
 export async function inspectCommand(args: string[], io: CliIo): Promise<number> {
   const json = args.includes("--json");
@@ -15,10 +16,12 @@ export async function inspectCommand(args: string[], io: CliIo): Promise<number>
   const s = summarize(model);
   if (json) {
     const { fileName: _f, notes: _n, ...rest } = s;
-    io.stdout(`${JSON.stringify({ ...rest, devices: s.devices.map(({ requestedBytes: _r, ...d }) => d) })}\n`);
+    io.stdout(
+      `${JSON.stringify({ ...rest, devices: s.devices.map(({ requestedBytes: _r, ...d }) => d) })}\n`,
+    );
     return 0;
   }
-  const mib = (n: number) => `${(n / 2 ** 20).toFixed(2)} MiB`;
+  const mib = formatBytes;
   const lines = [
     `${s.fileName}: ${s.format}${s.pickleProtocol === null ? "" : ` (pickle protocol ${s.pickleProtocol})`}`,
     `segments ${s.segments}, blocks ${s.blocks}, trace entries ${s.traceEntries}`,
@@ -29,7 +32,11 @@ export async function inspectCommand(args: string[], io: CliIo): Promise<number>
         `${String(d.device).padEnd(8)}${String(d.segments).padStart(10)}${String(d.blocks).padStart(10)}${String(d.traceEntries).padStart(10)}${mib(d.reservedBytes).padStart(16)}${mib(d.allocatedBytes).padStart(16)}${mib(d.activeBytes).padStart(16)}`,
     ),
     "",
-    `actions: ${Object.entries(s.actions).map(([k, v]) => `${k} ${v}`).join(", ") || "none"}`,
+    `actions: ${
+      Object.entries(s.actions)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(", ") || "none"
+    }`,
     ...s.notes.map((n) => `note: ${n}`),
   ];
   io.stdout(`${lines.join("\n")}\n`);

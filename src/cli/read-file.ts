@@ -15,7 +15,8 @@ export async function withFileSource<T>(path: string, use: (src: ByteSource) => 
     const code = (e as NodeJS.ErrnoException).code;
     if (code === "EACCES" || code === "EPERM") throw permissionDenied(path);
     if (code === "ENOENT") throw new SnapshotReadError("io", `${path}: no such file.`);
-    if (code === "EISDIR") throw new SnapshotReadError("io", `${path} is a directory; give the snapshot file inside it.`);
+    if (code === "EISDIR")
+      throw new SnapshotReadError("io", `${path} is a directory; give the snapshot file inside it.`);
     throw new SnapshotReadError("io", `${path} could not be opened: ${(e as Error).message}`);
   }
   try {

@@ -25,7 +25,10 @@ export function parseJsonText(text: string, fileName: string): unknown {
 /** Converts parsed JSON into PyDict/PyList, applying the reader's hooks bottom-up. */
 export function jsonToValues(v: unknown, hooks: UnpickleHooks, depth = 0): unknown {
   if (depth > MAX_DEPTH) {
-    throw new SnapshotReadError("corrupt", `JSON nested more than ${MAX_DEPTH} levels deep: not a memory snapshot.`);
+    throw new SnapshotReadError(
+      "corrupt",
+      `JSON nested more than ${MAX_DEPTH} levels deep: not a memory snapshot.`,
+    );
   }
   if (Array.isArray(v)) {
     const list = new PyList();

@@ -39,9 +39,17 @@ export function sniff(head: Uint8Array): Kind | null {
   // Protocol 0/1 pickles start with MARK, EMPTY_DICT or EMPTY_LIST.
   if (b0 === 0x28 || b0 === 0x7d || b0 === 0x5d) return "pickle";
   let i = 0;
-  while (i < head.length && (head[i] === 0x20 || head[i] === 0x0a || head[i] === 0x0d || head[i] === 0x09)) i++;
+  while (i < head.length && (head[i] === 0x20 || head[i] === 0x0a || head[i] === 0x0d || head[i] === 0x09))
+    i++;
   if (head[i] === 0x7b || head[i] === 0x5b) return "json";
-  if (i === 0 && head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf && (head[3] === 0x7b || head[3] === 0x5b)) return "json";
+  if (
+    i === 0 &&
+    head[0] === 0xef &&
+    head[1] === 0xbb &&
+    head[2] === 0xbf &&
+    (head[3] === 0x7b || head[3] === 0x5b)
+  )
+    return "json";
   return null;
 }
 
@@ -67,7 +75,11 @@ function checkAborted(signal: AbortSignal | undefined): void {
 }
 
 function translate(e: unknown, fileName: string, format: InputFormat): SnapshotReadError {
-  if (e instanceof SnapshotReadError) return e;
+  if (e instanceof SnapshotReadError) {
+    return e.message.includes(fileName)
+      ? e
+      : new SnapshotReadError(e.code, `${fileName}: ${e.message}`, e.offset);
+  }
   const where = format === "pickle" ? "" : " (offsets count decompressed bytes)";
   if (e instanceof PickleError) {
     switch (e.kind) {
@@ -94,7 +106,10 @@ function translate(e: unknown, fileName: string, format: InputFormat): SnapshotR
     }
   }
   const message = e instanceof Error ? e.message : String(e);
-  if (/incorrect header|invalid|unexpected end|premature|TypeError: .*(compress|stream)/i.test(message) || format !== "pickle") {
+  if (
+    /incorrect header|invalid|unexpected end|premature|TypeError: .*(compress|stream)/i.test(message) ||
+    format !== "pickle"
+  ) {
     return new SnapshotReadError(
       "corrupt",
       `${fileName}: the compressed data is damaged or cut short (${message}). Compress or copy the snapshot again.`,
@@ -111,7 +126,11 @@ async function unpickle(
   progressTotal: number,
   progressOf: () => number,
 ): Promise<{ root: unknown; protocol: number | null; trailingBytes: number }> {
-  const u = new Unpickler({ hooks: assembler.hooks, limits: opts.limits, totalBytes: totalBytes ?? undefined });
+  const u = new Unpickler({
+    hooks: assembler.hooks,
+    limits: opts.limits,
+    totalBytes: totalBytes ?? undefined,
+  });
   assembler.attachMemo(u.memo);
   for await (const chunk of chunks) {
     checkAborted(opts.signal);
@@ -167,7 +186,10 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
       const r = await unpickle(fileChunks, assembler, src.sizeBytes, opts, src.sizeBytes, () => read.bytes);
       root = r.root;
       protocol = r.protocol;
-      if (r.trailingBytes > 0) notes.push(`${r.trailingBytes} bytes after the pickle's STOP were ignored (torch_npu overwrites dumps without truncating them)`);
+      if (r.trailingBytes > 0)
+        notes.push(
+          `${r.trailingBytes} bytes after the pickle's STOP were ignored (torch_npu overwrites dumps without truncating them)`,
+        );
     } else {
       let inner: AsyncIterable<Uint8Array>;
       let innerTotal: number | null = null;
@@ -182,7 +204,11 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
       const it = inner[Symbol.asyncIterator]();
       const first = await it.next();
       if (first.done || first.value.length === 0) {
-        throw new SnapshotReadError("empty", `${name}: the compressed snapshot inside is empty. Compress the dump again.`, 0);
+        throw new SnapshotReadError(
+          "empty",
+          `${name}: the compressed snapshot inside is empty. Compress the dump again.`,
+          0,
+        );
       }
       const rest: AsyncIterable<Uint8Array> = {
         async *[Symbol.asyncIterator]() {
@@ -207,7 +233,13 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
       }
     }
     opts.onProgress?.({ phase: "building", bytesDone: src.sizeBytes, bytesTotal: src.sizeBytes });
-    const model = assembler.finish(root, { fileName: name, byteLength: src.sizeBytes, format, pickleProtocol: protocol, notes });
+    const model = assembler.finish(root, {
+      fileName: name,
+      byteLength: src.sizeBytes,
+      format,
+      pickleProtocol: protocol,
+      notes,
+    });
     if (model.layout === "segment-list" && format === "pickle") model.source.format = "segment-list";
     return model;
   } catch (e) {
@@ -233,13 +265,22 @@ async function readJson(
   for await (const c of chunks) {
     size += c.length;
     if (size > MAX_JSON_BYTES) {
-      throw new SnapshotReadError("too-large", `${name}: the JSON snapshot is larger than ${MAX_JSON_BYTES >> 20} MiB. Open the original pickle instead.`);
+      throw new SnapshotReadError(
+        "too-large",
+        `${name}: the JSON snapshot is larger than ${MAX_JSON_BYTES >> 20} MiB. Open the original pickle instead.`,
+      );
     }
     text += decoder.decode(c, { stream: true });
   }
   text += decoder.decode();
   const parsed = parseJsonText(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text, name);
-  if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed) && "memory_allocated" in parsed && !("segments" in parsed)) {
+  if (
+    parsed !== null &&
+    typeof parsed === "object" &&
+    !Array.isArray(parsed) &&
+    "memory_allocated" in parsed &&
+    !("segments" in parsed)
+  ) {
     throw new SnapshotReadError(
       "not-snapshot",
       `${name} is a counters sidecar (memory_allocated, max_memory_allocated…), not a snapshot. Open the dump it belongs to, and drop this file together with it.`,

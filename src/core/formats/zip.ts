@@ -46,7 +46,12 @@ async function listEntries(src: ByteSource): Promise<ZipEntry[]> {
       break;
     }
   }
-  if (eocd < 0) throw corrupt(src, "its end-of-archive record is missing (the file is probably cut short)", src.sizeBytes);
+  if (eocd < 0)
+    throw corrupt(
+      src,
+      "its end-of-archive record is missing (the file is probably cut short)",
+      src.sizeBytes,
+    );
   let count = u16(tail, eocd + 10);
   let cdSize = u32(tail, eocd + 12);
   let cdOffset = u32(tail, eocd + 16);
@@ -56,7 +61,8 @@ async function listEntries(src: ByteSource): Promise<ZipEntry[]> {
     cdSize = u64(z64, 40);
     cdOffset = u64(z64, 48);
   }
-  if (cdOffset + cdSize > src.sizeBytes) throw corrupt(src, "its directory points past the end of the file", cdOffset);
+  if (cdOffset + cdSize > src.sizeBytes)
+    throw corrupt(src, "its directory points past the end of the file", cdOffset);
   const cd = await src.read(cdOffset, cdSize);
   const entries: ZipEntry[] = [];
   let p = 0;
@@ -75,8 +81,14 @@ async function listEntries(src: ByteSource): Promise<ZipEntry[]> {
       const len = u16(cd, e + 2);
       if (id === 0x0001) {
         let q = e + 4;
-        if (uncompressedBytes === 0xffffffff) (uncompressedBytes = u64(cd, q)), (q += 8);
-        if (compressedBytes === 0xffffffff) (compressedBytes = u64(cd, q)), (q += 8);
+        if (uncompressedBytes === 0xffffffff) {
+          uncompressedBytes = u64(cd, q);
+          q += 8;
+        }
+        if (compressedBytes === 0xffffffff) {
+          compressedBytes = u64(cd, q);
+          q += 8;
+        }
         if (localHeaderOffset === 0xffffffff) localHeaderOffset = u64(cd, q);
       }
       e += 4 + len;
@@ -92,18 +104,24 @@ export async function openZipEntry(
   src: ByteSource,
   chunkBytes: number,
 ): Promise<{ name: string; uncompressedBytes: number; chunks: AsyncIterable<Uint8Array> }> {
-  const files = (await listEntries(src)).filter((e) => !e.name.endsWith("/") && !e.name.startsWith("__MACOSX/"));
+  const files = (await listEntries(src)).filter(
+    (e) => !e.name.endsWith("/") && !e.name.startsWith("__MACOSX/"),
+  );
   if (files.some((e) => e.name === "data.pkl" || e.name.endsWith("/data.pkl"))) {
     throw new SnapshotReadError(
       "not-snapshot",
       `${src.name} is a torch.save() checkpoint (a zip with data.pkl), not a memory snapshot. Open the file written by torch.cuda.memory._dump_snapshot().`,
     );
   }
-  if (files.length === 0) throw new SnapshotReadError("not-snapshot", `${src.name} is an empty zip archive: it holds no snapshot.`);
+  if (files.length === 0)
+    throw new SnapshotReadError("not-snapshot", `${src.name} is an empty zip archive: it holds no snapshot.`);
   const preferred = files.filter((e) => /\.(pickle|pkl|json|pt|bin)$/i.test(e.name));
-  const entry = (preferred.length > 0 ? preferred : files).reduce((a, b) => (b.uncompressedBytes > a.uncompressedBytes ? b : a));
+  const entry = (preferred.length > 0 ? preferred : files).reduce((a, b) =>
+    b.uncompressedBytes > a.uncompressedBytes ? b : a,
+  );
   const local = await src.read(entry.localHeaderOffset, 30);
-  if (local.length < 30 || u32(local, 0) !== LOC_SIG) throw corrupt(src, `the entry ${entry.name} is damaged`, entry.localHeaderOffset);
+  if (local.length < 30 || u32(local, 0) !== LOC_SIG)
+    throw corrupt(src, `the entry ${entry.name} is damaged`, entry.localHeaderOffset);
   const dataStart = entry.localHeaderOffset + 30 + u16(local, 26) + u16(local, 28);
   if (dataStart + entry.compressedBytes > src.sizeBytes) {
     throw corrupt(src, `the entry ${entry.name} runs past the end of the file`, src.sizeBytes);
@@ -113,9 +131,18 @@ export async function openZipEntry(
     sizeBytes: entry.compressedBytes,
     read: (offset, length) => src.read(dataStart + offset, length),
   };
-  if (entry.method === 0) return { name: entry.name, uncompressedBytes: entry.uncompressedBytes, chunks: readChunks(slice, chunkBytes) };
+  if (entry.method === 0)
+    return {
+      name: entry.name,
+      uncompressedBytes: entry.uncompressedBytes,
+      chunks: readChunks(slice, chunkBytes),
+    };
   if (entry.method === 8) {
-    return { name: entry.name, uncompressedBytes: entry.uncompressedBytes, chunks: inflate(readChunks(slice, chunkBytes), "deflate-raw") };
+    return {
+      name: entry.name,
+      uncompressedBytes: entry.uncompressedBytes,
+      chunks: inflate(readChunks(slice, chunkBytes), "deflate-raw"),
+    };
   }
   throw new SnapshotReadError(
     "corrupt",

@@ -3,9 +3,9 @@
 // trace entries go straight into typed-array columns, and the memo's references to them are dropped,
 // so a 1 GB file never exists as millions of JS objects.
 
+import { SnapshotReadError } from "../formats/errors";
 import type { UnpickleHooks } from "../pickle/unpickler";
 import { describeValue, isSequence, PyDict, PyList, PySet, sequenceItems } from "../pickle/values";
-import { SnapshotReadError } from "../formats/errors";
 import { ModelBuilder, TraceColumns } from "./builder";
 import { EMPTY_STACK, NO_STRING, type SnapshotModel, type SnapshotSource, type TraceTable } from "./types";
 
@@ -82,7 +82,10 @@ export class SnapshotAssembler {
   private num(v: unknown): number {
     if (typeof v === "number") return v;
     if (typeof v === "bigint") {
-      if (!this.lostPrecision && (v > BigInt(Number.MAX_SAFE_INTEGER) || v < -BigInt(Number.MAX_SAFE_INTEGER))) {
+      if (
+        !this.lostPrecision &&
+        (v > BigInt(Number.MAX_SAFE_INTEGER) || v < -BigInt(Number.MAX_SAFE_INTEGER))
+      ) {
         this.lostPrecision = true;
         this.notes.push(`an address or size (${v}) is beyond 2^53; it is shown rounded to ${Number(v)}`);
       }
@@ -173,7 +176,8 @@ export class SnapshotAssembler {
   }
 
   private addSegments(list: unknown): void {
-    if (!isSequence(list)) throw notSnapshot(`"segments" holds ${describeValue(list)}, not a list of segments`);
+    if (!isSequence(list))
+      throw notSnapshot(`"segments" holds ${describeValue(list)}, not a list of segments`);
     let skipped = 0;
     for (const seg of sequenceItems(list)) {
       if (!(seg instanceof PyDict)) {
@@ -190,8 +194,10 @@ export class SnapshotAssembler {
         activeSizeBytes: this.num(seg.get("active_size")) || 0,
         requestedSizeBytes: seg.has("requested_size") ? this.num(seg.get("requested_size")) : undefined,
         streamRaw: this.num(seg.get("stream")) || 0,
-        segmentType: typeof seg.get("segment_type") === "string" ? (seg.get("segment_type") as string) : undefined,
-        poolId: poolItems && poolItems.length >= 2 ? [this.num(poolItems[0]), this.num(poolItems[1])] : undefined,
+        segmentType:
+          typeof seg.get("segment_type") === "string" ? (seg.get("segment_type") as string) : undefined,
+        poolId:
+          poolItems && poolItems.length >= 2 ? [this.num(poolItems[0]), this.num(poolItems[1])] : undefined,
         isExpandable: seg.get("is_expandable") === true,
         stack: this.stackOf(seg.get("frames")),
       });
@@ -208,7 +214,8 @@ export class SnapshotAssembler {
           const first = sequenceItems(history)[0];
           if (first instanceof PyDict) {
             stack = this.stackOf(first.get("frames"));
-            if (requested === undefined && first.has("real_size")) requested = this.num(first.get("real_size"));
+            if (requested === undefined && first.has("real_size"))
+              requested = this.num(first.get("real_size"));
           }
         }
         this.builder.addBlock({
@@ -220,17 +227,20 @@ export class SnapshotAssembler {
         });
       }
     }
-    if (skipped > 0) this.notes.push(`${skipped} entries of "segments" are not segment dicts and were skipped`);
+    if (skipped > 0)
+      this.notes.push(`${skipped} entries of "segments" are not segment dicts and were skipped`);
   }
 
   private rowsOf(list: PyList | readonly unknown[]): number[] {
     if (list instanceof PyList) {
       const rows = list.rows();
-      for (const item of list.items) if (item instanceof PyDict && item.has("action")) rows.push(this.stageTraceEntry(item));
+      for (const item of list.items)
+        if (item instanceof PyDict && item.has("action")) rows.push(this.stageTraceEntry(item));
       return rows;
     }
     const rows: number[] = [];
-    for (const item of list) if (item instanceof PyDict && item.has("action")) rows.push(this.stageTraceEntry(item));
+    for (const item of list)
+      if (item instanceof PyDict && item.has("action")) rows.push(this.stageTraceEntry(item));
     return rows;
   }
 
@@ -254,7 +264,9 @@ export class SnapshotAssembler {
     const b = this.builder;
     if (root instanceof PyDict) {
       if (!root.has("segments") && !root.has("device_traces")) {
-        throw notSnapshot(`the file holds ${describeValue(root)}, not a memory snapshot (no "segments" or "device_traces")`);
+        throw notSnapshot(
+          `the file holds ${describeValue(root)}, not a memory snapshot (no "segments" or "device_traces")`,
+        );
       }
       if (root.has("segments")) this.addSegments(root.get("segments"));
       if (root.has("device_traces")) this.addTraces(root.get("device_traces"));
@@ -278,8 +290,12 @@ export class SnapshotAssembler {
       const hostTraces = root.get("host_traces");
       if (hostTraces instanceof PyList) b.hostTraceCount = hostTraces.rowCount + hostTraces.items.length;
       const unknown = root.k.filter((k) => typeof k !== "string" || !KNOWN_TOP_KEYS.has(k));
-      if (unknown.length > 0) this.notes.push(`unrecognised top-level keys kept aside: ${unknown.map(String).join(", ")}`);
-    } else if (isSequence(root) && sequenceItems(root).every((s) => s instanceof PyDict && (s.has("blocks") || s.has("total_size")))) {
+      if (unknown.length > 0)
+        this.notes.push(`unrecognised top-level keys kept aside: ${unknown.map(String).join(", ")}`);
+    } else if (
+      isSequence(root) &&
+      sequenceItems(root).every((s) => s instanceof PyDict && (s.has("blocks") || s.has("total_size")))
+    ) {
       b.layout = "segment-list";
       this.addSegments(root);
       b.setTraceTables([]);
@@ -303,7 +319,10 @@ function markWorkspacePrefix(t: TraceTable, workspaceAction: number): void {
 }
 
 function notSnapshot(message: string): SnapshotReadError {
-  return new SnapshotReadError("not-snapshot", `Not a memory snapshot: ${message}. Open a file written by torch.cuda.memory._dump_snapshot().`);
+  return new SnapshotReadError(
+    "not-snapshot",
+    `Not a memory snapshot: ${message}. Open a file written by torch.cuda.memory._dump_snapshot().`,
+  );
 }
 
 function text(v: unknown): string {

@@ -276,7 +276,11 @@ export class ModelBuilder {
     this.seg.streamRaw.push(streamRaw);
     this.seg.stream.push(this.streamNumber(streamRaw));
     this.seg.type.push(
-      s.segmentType === "small" ? SegmentType.small : s.segmentType === "large" ? SegmentType.large : SegmentType.unknown,
+      s.segmentType === "small"
+        ? SegmentType.small
+        : s.segmentType === "large"
+          ? SegmentType.large
+          : SegmentType.unknown,
     );
     this.seg.pool0.push(s.poolId?.[0] ?? 0);
     this.seg.pool1.push(s.poolId?.[1] ?? 0);

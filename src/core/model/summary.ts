@@ -26,7 +26,11 @@ export interface SnapshotSummary {
   notes: string[];
 }
 
-function actionHistogram(model: SnapshotModel, actions: ArrayLike<number>, into: Record<string, number>): void {
+function actionHistogram(
+  model: SnapshotModel,
+  actions: ArrayLike<number>,
+  into: Record<string, number>,
+): void {
   const counts = new Float64Array(model.actionNames.length);
   for (let i = 0; i < actions.length; i++) counts[actions[i]]++;
   counts.forEach((n, id) => {
@@ -39,7 +43,17 @@ export function summarize(model: SnapshotModel): SnapshotSummary {
   const device = (d: number): DeviceSummary => {
     let s = byDevice.get(d);
     if (!s) {
-      s = { device: d, segments: 0, blocks: 0, traceEntries: 0, actions: {}, reservedBytes: 0, allocatedBytes: 0, activeBytes: 0, requestedBytes: 0 };
+      s = {
+        device: d,
+        segments: 0,
+        blocks: 0,
+        traceEntries: 0,
+        actions: {},
+        reservedBytes: 0,
+        allocatedBytes: 0,
+        activeBytes: 0,
+        requestedBytes: 0,
+      };
       byDevice.set(d, s);
     }
     return s;

@@ -37,21 +37,21 @@ export const DEFAULT_LIMITS: UnpickleLimits = {
 };
 
 const REFUSED: Record<number, string> = {
-  0x63: "GLOBAL",
-  0x93: "STACK_GLOBAL",
-  0x52: "REDUCE",
-  0x62: "BUILD",
-  0x69: "INST",
-  0x6f: "OBJ",
-  0x81: "NEWOBJ",
-  0x92: "NEWOBJ_EX",
-  0x50: "PERSID",
-  0x51: "BINPERSID",
-  0x82: "EXT1",
-  0x83: "EXT2",
-  0x84: "EXT4",
-  0x97: "NEXT_BUFFER",
-  0x98: "READONLY_BUFFER",
+  99: "GLOBAL",
+  147: "STACK_GLOBAL",
+  82: "REDUCE",
+  98: "BUILD",
+  105: "INST",
+  111: "OBJ",
+  129: "NEWOBJ",
+  146: "NEWOBJ_EX",
+  80: "PERSID",
+  81: "BINPERSID",
+  130: "EXT1",
+  131: "EXT2",
+  132: "EXT4",
+  151: "NEXT_BUFFER",
+  152: "READONLY_BUFFER",
 };
 
 const utf8 = new TextDecoder("utf-8");
@@ -83,7 +83,9 @@ export class Unpickler {
   trailingBytes = 0;
   opcodeCount = 0;
 
-  constructor(options: { hooks?: UnpickleHooks; limits?: Partial<UnpickleLimits>; totalBytes?: number } = {}) {
+  constructor(
+    options: { hooks?: UnpickleHooks; limits?: Partial<UnpickleLimits>; totalBytes?: number } = {},
+  ) {
     this.hooks = options.hooks ?? {};
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.totalBytes = options.totalBytes ?? null;
@@ -144,7 +146,11 @@ export class Unpickler {
       );
     }
     if (len > this.limits.maxArgumentBytes) {
-      this.fail("limit", `${opname} at byte ${at} declares ${len} bytes, more than the ${this.limits.maxArgumentBytes}-byte limit`, pos);
+      this.fail(
+        "limit",
+        `${opname} at byte ${at} declares ${len} bytes, more than the ${this.limits.maxArgumentBytes}-byte limit`,
+        pos,
+      );
     }
   }
 
@@ -178,6 +184,12 @@ export class Unpickler {
     return this.stack[this.stack.length - 1];
   }
 
+  /** The value just below stack position `at` (the container a closed MARK's items go into). */
+  private below(at: number, pos: number): unknown {
+    if (at === 0 || at <= this.markTop()) this.fail("corrupt", "stack underflow", pos);
+    return this.stack[at - 1];
+  }
+
   private markTop(): number {
     return this.marks.length > 0 ? this.marks[this.marks.length - 1] : 0;
   }
@@ -185,6 +197,12 @@ export class Unpickler {
   private pop(pos: number): unknown {
     if (this.stack.length <= this.markTop()) this.fail("corrupt", "stack underflow", pos);
     return this.stack.pop();
+  }
+
+  /** Closes the last MARK and returns the stack position it marked (items above it stay). */
+  private popMarkPosition(pos: number): number {
+    if (this.marks.length === 0) this.fail("corrupt", "an opcode needs a MARK but none is open", pos);
+    return this.marks.pop() as number;
   }
 
   /** Pops everything above the last MARK, and the MARK. */
@@ -196,30 +214,36 @@ export class Unpickler {
     return items;
   }
 
-  private appendItems(list: unknown, items: ArrayLike<unknown>, pos: number): void {
+  /** Appends items[from..] to a list (or set), offering each to the consume hook first. */
+  private appendItems(list: unknown, items: ArrayLike<unknown>, pos: number, from = 0): void {
     if (list instanceof PyList) {
       const consume = this.hooks.consume;
       const out = list.items;
-      for (let i = 0; i < items.length; i++) {
+      for (let i = from; i < items.length; i++) {
         const item = items[i];
-        if (consume === undefined || !consume(list, item)) out.push(item);
+        // Frame dicts (tagged by the reader) are never consumed: skip the call for them.
+        if (consume === undefined || (item instanceof PyDict && item.tag >= 0) || !consume(list, item))
+          out.push(item);
       }
     } else if (list instanceof PySet && !list.frozen) {
-      for (let i = 0; i < items.length; i++) list.items.push(items[i]);
+      for (let i = from; i < items.length; i++) list.items.push(items[i]);
     } else this.fail("corrupt", "APPEND to something that is not a list", pos);
   }
 
-  private setItems(dict: unknown, items: unknown[], pos: number): void {
+  /**
+   * Stores key/value pairs items[from..] in a dict. Keys are appended without a duplicate check;
+   * PyDict.get searches from the end, so a repeated key behaves as in Python (the last value wins).
+   */
+  private setItems(dict: unknown, items: ArrayLike<unknown>, pos: number, from = 0): void {
     if (!(dict instanceof PyDict)) this.fail("corrupt", "SETITEM on something that is not a dict", pos);
-    if (items.length % 2 !== 0) this.fail("corrupt", "SETITEMS with an odd number of values", pos);
+    if ((items.length - from) % 2 !== 0) this.fail("corrupt", "SETITEMS with an odd number of values", pos);
     const hook = this.hooks.onSetItem;
-    for (let i = 0; i < items.length; i += 2) {
+    const k = dict.k;
+    const v = dict.v;
+    for (let i = from; i < items.length; i += 2) {
       const key = items[i];
-      const value = hook ? hook(key, items[i + 1]) : items[i + 1];
-      if (dict.k.length < 16 && dict.k.indexOf(key) < 0) {
-        dict.k.push(key);
-        dict.v.push(value);
-      } else dict.set(key, value);
+      k.push(key);
+      v.push(hook ? hook(key, items[i + 1]) : items[i + 1]);
     }
   }
 
@@ -331,7 +355,8 @@ export class Unpickler {
           }
           const n = u32(buf, pos + 1);
           this.checkArgLength(n, pos, "LONG4");
-          if (n > 65536) this.fail("limit", `LONG4 of ${n} bytes: an integer far too large for a snapshot`, pos);
+          if (n > 65536)
+            this.fail("limit", `LONG4 of ${n} bytes: an integer far too large for a snapshot`, pos);
           if (pos + 5 + n > end) {
             this.needBytes = 5 + n;
             break loop;
@@ -361,8 +386,9 @@ export class Unpickler {
           continue;
         case 0x75: {
           // SETITEMS
-          const items = this.popMark(pos);
-          this.setItems(this.top(pos), items, pos);
+          const at = this.popMarkPosition(pos);
+          this.setItems(this.below(at, pos), stack, pos, at);
+          stack.length = at;
           pos += 1;
           continue;
         }
@@ -375,9 +401,10 @@ export class Unpickler {
           continue;
         }
         case 0x65: {
-          // APPENDS
-          const items = this.popMark(pos);
-          this.appendItems(this.top(pos), items, pos);
+          // APPENDS: items stay on the stack while they are appended (no intermediate array)
+          const at = this.popMarkPosition(pos);
+          this.appendItems(this.below(at, pos), stack, pos, at);
+          stack.length = at;
           pos += 1;
           continue;
         }
@@ -561,7 +588,8 @@ export class Unpickler {
           // ADDITEMS
           const items = this.popMark(pos);
           const set = this.top(pos);
-          if (!(set instanceof PySet) || set.frozen) this.fail("corrupt", "ADDITEMS to something that is not a set", pos);
+          if (!(set instanceof PySet) || set.frozen)
+            this.fail("corrupt", "ADDITEMS to something that is not a set", pos);
           for (const item of items) set.items.push(item);
           pos += 1;
           continue;
@@ -572,7 +600,8 @@ export class Unpickler {
           continue;
         case 0x30: // POP
           if (stack.length > this.markTop()) stack.pop();
-          else if (this.marks.length > 0) this.marks.pop(); // POP of a MARK
+          else if (this.marks.length > 0)
+            this.marks.pop(); // POP of a MARK
           else this.fail("corrupt", "POP on an empty stack", pos);
           pos += 1;
           continue;
@@ -591,7 +620,8 @@ export class Unpickler {
             break loop;
           }
           const proto = buf[pos + 1];
-          if (proto > 5) this.fail("corrupt", `unsupported pickle protocol ${proto} (this reader knows 0–5)`, pos);
+          if (proto > 5)
+            this.fail("corrupt", `unsupported pickle protocol ${proto} (this reader knows 0–5)`, pos);
           if (this.protocol === null) this.protocol = proto;
           pos += 2;
           continue;
@@ -624,7 +654,8 @@ export class Unpickler {
         case 0x56: {
           // UNICODE
           const nl = findNewline(buf, pos + 1, end, this.limits.maxLineBytes);
-          if (nl === -2) this.fail("limit", `text argument longer than ${this.limits.maxLineBytes} bytes`, pos);
+          if (nl === -2)
+            this.fail("limit", `text argument longer than ${this.limits.maxLineBytes} bytes`, pos);
           if (nl < 0) {
             this.needBytes = end - pos + 1;
             break loop;
@@ -642,7 +673,11 @@ export class Unpickler {
               pos,
             );
           }
-          this.fail("corrupt", `unknown opcode 0x${op.toString(16).padStart(2, "0")} at byte ${this.baseOffset + pos}`, pos);
+          this.fail(
+            "corrupt",
+            `unknown opcode 0x${op.toString(16).padStart(2, "0")} at byte ${this.baseOffset + pos}`,
+            pos,
+          );
         }
       }
     }
@@ -656,7 +691,11 @@ export class Unpickler {
       case 0x49: {
         // INT: "01"/"00" are True/False in protocol 0
         if (line === "01" || line === "00") this.push(line === "01", pos);
-        else this.push(parseIntText(line, () => this.fail("corrupt", `bad INT argument ${JSON.stringify(line)}`, pos)), pos);
+        else
+          this.push(
+            parseIntText(line, () => this.fail("corrupt", `bad INT argument ${JSON.stringify(line)}`, pos)),
+            pos,
+          );
         return;
       }
       case 0x4c:
@@ -678,13 +717,17 @@ export class Unpickler {
       case 0x67:
       case 0x70: {
         const i = Number(line);
-        if (!Number.isInteger(i) || i < 0) this.fail("corrupt", `bad memo index ${JSON.stringify(line)}`, pos);
+        if (!Number.isInteger(i) || i < 0)
+          this.fail("corrupt", `bad memo index ${JSON.stringify(line)}`, pos);
         if (op === 0x67) this.push(this.memoGet(i, pos), pos);
         else this.memoPut(i, pos);
         return;
       }
       case 0x53:
-        this.push(unquotePy2String(line, () => this.fail("corrupt", "bad STRING argument", pos)), pos);
+        this.push(
+          unquotePy2String(line, () => this.fail("corrupt", "bad STRING argument", pos)),
+          pos,
+        );
         return;
       case 0x56:
         this.push(rawUnicodeEscape(buf.subarray(pos + 1, nl)), pos);
@@ -783,7 +826,19 @@ function unquotePy2String(line: string, bad: () => never): string {
       continue;
     }
     const d = body[++i];
-    const simple: Record<string, string> = { n: "\n", r: "\r", t: "\t", "\\": "\\", "'": "'", '"': '"', a: "\x07", b: "\b", f: "\f", v: "\v", "0": "\0" };
+    const simple: Record<string, string> = {
+      n: "\n",
+      r: "\r",
+      t: "\t",
+      "\\": "\\",
+      "'": "'",
+      '"': '"',
+      a: "\x07",
+      b: "\b",
+      f: "\f",
+      v: "\v",
+      "0": "\0",
+    };
     if (d === "x") {
       out += String.fromCharCode(Number.parseInt(body.slice(i + 1, i + 3), 16));
       i += 2;
@@ -801,7 +856,9 @@ function unquotePy2String(line: string, bad: () => never): string {
 /** Protocol 0's raw-unicode-escape: latin-1 bytes with \uXXXX and \UXXXXXXXX escapes. */
 function rawUnicodeEscape(bytes: Uint8Array): string {
   const s = latin1.decode(bytes);
-  return s.replace(/\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})/g, (_m, u4: string | undefined, u8: string | undefined) =>
-    String.fromCodePoint(Number.parseInt((u4 ?? u8) as string, 16)),
+  return s.replace(
+    /\\u([0-9a-fA-F]{4})|\\U([0-9a-fA-F]{8})/g,
+    (_m, u4: string | undefined, u8: string | undefined) =>
+      String.fromCodePoint(Number.parseInt((u4 ?? u8) as string, 16)),
   );
 }

@@ -9,18 +9,19 @@ export class PyDict {
   /** Free for a reader's use (e.g. the frame id of a frame dict); -1 when unset. */
   tag = -1;
 
+  /** The value of `key`; searched from the end so that, as in Python, a repeated key's last value wins. */
   get(key: string): unknown {
     const k = this.k;
-    for (let i = 0; i < k.length; i++) if (k[i] === key) return this.v[i];
+    for (let i = k.length - 1; i >= 0; i--) if (k[i] === key) return this.v[i];
     return undefined;
   }
 
   has(key: string): boolean {
-    return this.k.indexOf(key) >= 0;
+    return this.k.lastIndexOf(key) >= 0;
   }
 
   set(key: unknown, value: unknown): void {
-    const i = this.k.indexOf(key);
+    const i = this.k.lastIndexOf(key);
     if (i >= 0) this.v[i] = value;
     else {
       this.k.push(key);

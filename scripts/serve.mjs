@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+// A tiny static file server for the built site: `node scripts/serve.mjs [folder] [--port N] [--host H]`.
+// Serves one folder on 127.0.0.1 (never on all interfaces unless asked), prints the URL, and sets the
+// MIME types the app needs (.js/.mjs as JavaScript for module workers, .wasm, .pickle as binary).
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { createServer } from "node:http";
+import { extname, join, normalize, resolve, sep } from "node:path";
+
+const MIME = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json; charset=utf-8",
+  ".map": "application/json; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".ico": "image/x-icon",
+  ".txt": "text/plain; charset=utf-8",
+  ".md": "text/markdown; charset=utf-8",
+  ".wasm": "application/wasm",
+  ".pickle": "application/octet-stream",
+  ".pkl": "application/octet-stream",
+  ".gz": "application/gzip",
+  ".zip": "application/zip",
+  ".woff2": "font/woff2",
+  ".webmanifest": "application/manifest+json",
+};
+
+function parseArgs(argv) {
+  const out = { root: "dist", port: 8080, host: "127.0.0.1" };
+  const rest = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--port" || a === "-p") out.port = Number(argv[++i]);
+    else if (a.startsWith("--port=")) out.port = Number(a.slice(7));
+    else if (a === "--host") out.host = argv[++i];
+    else if (a.startsWith("--host=")) out.host = a.slice(7);
+    else rest.push(a);
+  }
+  if (rest[0]) out.root = rest[0];
+  if (process.env.PORT && !argv.some((a) => a.startsWith("--port") || a === "-p"))
+    out.port = Number(process.env.PORT);
+  return out;
+}
+
+const { root, port, host } = parseArgs(process.argv.slice(2));
+const rootDir = resolve(root);
+
+const server = createServer(async (req, res) => {
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    res.writeHead(405, { Allow: "GET, HEAD" }).end();
+    return;
+  }
+  let pathname;
+  try {
+    pathname = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
+  } catch {
+    res.writeHead(400).end("bad request");
+    return;
+  }
+  if (pathname.includes("\0")) {
+    res.writeHead(400).end("bad request");
+    return;
+  }
+  let file = normalize(join(rootDir, pathname));
+  if (file !== rootDir && !file.startsWith(rootDir + sep)) {
+    res.writeHead(403).end("forbidden");
+    return;
+  }
+  try {
+    let st = await stat(file);
+    if (st.isDirectory()) {
+      file = join(file, "index.html");
+      st = await stat(file);
+    }
+    const type = MIME[extname(file).toLowerCase()] ?? "application/octet-stream";
+    res.writeHead(200, {
+      "Content-Type": type,
+      "Content-Length": st.size,
+      "Cache-Control": "no-cache",
+      "X-Content-Type-Options": "nosniff",
+    });
+    if (req.method === "HEAD") res.end();
+    else createReadStream(file).pipe(res);
+  } catch {
+    res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" }).end("not found");
+  }
+});
+
+server.listen(port, host, () => {
+  const addr = server.address();
+  const shown = typeof addr === "object" && addr ? addr.port : port;
+  console.log(`memscope: serving ${rootDir} at http://${host}:${shown}/`);
+});
+
+for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => server.close(() => process.exit(0)));
