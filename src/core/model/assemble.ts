@@ -38,9 +38,31 @@ export class SnapshotAssembler {
 
   readonly hooks: UnpickleHooks = {
     onSetItem: (key, value) => (key === "frames" || key === "forward_frames" ? this.toStack(value) : value),
+    // Fast path: a trace entry dict (torch writes "action" first) goes straight into columns.
+    setItemsBatch: (dict, items, from) => {
+      if (dict.k.length !== 0 || items[from] !== "action") return false;
+      dict.row = this.stageTracePairs(items, from, items.length);
+      return true;
+    },
+    // Fast path: a frame list is interned from the unpickler's stack without being built. Python
+    // batches APPENDS by 1000, so a batch of exactly 1000 may continue: leave that to the slow path.
+    appendBatch: (list, items, from) => {
+      const n = items.length - from;
+      if (list.items.length !== 0 || list.rowCount !== 0 || n === 1000) return false;
+      for (let i = from; i < items.length; i++) {
+        const f = items[i];
+        if (!(f instanceof PyDict) || (f.tag < 0 && !f.has("filename"))) return false;
+      }
+      list.tag = this.internFrames(items, from, items.length);
+      return true;
+    },
     consume: (list, item) => {
-      if (!(item instanceof PyDict) || (item.k[0] !== "action" && !item.has("action"))) return false;
-      list.addRow(this.stageTraceEntry(item));
+      if (!(item instanceof PyDict)) return false;
+      if (item.row < 0) {
+        if (item.tag >= 0 || (item.k[0] !== "action" && !item.has("action"))) return false;
+        item.row = this.stageTraceEntry(item);
+      }
+      list.addRow(item.row);
       if (item.memo >= 0) this.memo[item.memo] = CONSUMED;
       return true;
     },
@@ -57,17 +79,28 @@ export class SnapshotAssembler {
     return ref;
   }
 
-  private toStack(value: unknown): unknown {
-    if (value instanceof StackRef || !isSequence(value)) return value;
-    const items = sequenceItems(value);
-    if (this.frameScratch.length < items.length) this.frameScratch = new Int32Array(items.length * 2);
+  /** Interns the frame dicts among items[from..to) as one stack, innermost first. */
+  private internFrames(items: ArrayLike<unknown>, from: number, to: number): number {
+    if (this.frameScratch.length < to - from) this.frameScratch = new Int32Array((to - from) * 2);
     const ids = this.frameScratch;
     let n = 0;
-    for (let i = 0; i < items.length; i++) {
+    for (let i = from; i < to; i++) {
       const f = items[i];
       if (f instanceof PyDict) ids[n++] = this.frameId(f);
     }
-    const ref = this.stackRef(this.builder.internStack(ids, n));
+    return this.builder.internStack(ids, n);
+  }
+
+  /** A frames value (list, tuple, or an already interned list) as a StackRef; other values unchanged. */
+  private toStack(value: unknown): unknown {
+    if (value instanceof StackRef || !isSequence(value)) return value;
+    let id: number;
+    if (value instanceof PyList && value.tag >= 0) id = value.tag;
+    else {
+      const items = sequenceItems(value);
+      id = this.internFrames(items, 0, items.length);
+    }
+    const ref = this.stackRef(id);
     if (value instanceof PyList && value.memo >= 0) this.memo[value.memo] = ref;
     return ref;
   }
@@ -102,6 +135,13 @@ export class SnapshotAssembler {
   }
 
   private stageTraceEntry(d: PyDict): number {
+    const pairs: unknown[] = [];
+    for (let i = 0; i < d.k.length; i++) pairs.push(d.k[i], d.v[i]);
+    return this.stageTracePairs(pairs, 0, pairs.length);
+  }
+
+  /** Writes one trace entry, given as key/value pairs items[from..to), as a staged row. */
+  private stageTracePairs(items: ArrayLike<unknown>, from: number, to: number): number {
     const t = this.staging;
     const row = t.action.length;
     let action = "";
@@ -114,11 +154,9 @@ export class SnapshotAssembler {
     let compileContext = NO_STRING;
     let userMetadata = NO_STRING;
     let category = NO_STRING;
-    const keys = d.k;
-    const values = d.v;
-    for (let i = 0; i < keys.length; i++) {
-      const v = values[i];
-      switch (keys[i]) {
+    for (let i = from; i + 1 < to; i += 2) {
+      const v = items[i + 1];
+      switch (items[i]) {
         case "action":
           action = typeof v === "string" ? v : String(v);
           break;
@@ -134,13 +172,11 @@ export class SnapshotAssembler {
         case "time_us":
           time = this.num(v);
           break;
-        case "frames":
-          if (v instanceof StackRef) stack = v.id;
-          else {
-            const ref = this.toStack(v);
-            if (ref instanceof StackRef) stack = ref.id;
-          }
+        case "frames": {
+          const ref = this.toStack(v);
+          if (ref instanceof StackRef) stack = ref.id;
           break;
+        }
         case "device_free":
           deviceFree = this.num(v);
           break;

@@ -13,6 +13,13 @@ export interface UnpickleHooks {
    * (e.g. wrote it into columns and recorded a row on the list); it is then not stored.
    */
   consume?(list: PyList, item: unknown): boolean;
+  /**
+   * Offered a whole APPENDS batch items[from..] before anything is stored; return true when the hook
+   * took it (e.g. interned a frame list straight from the stack), false to append item by item.
+   */
+  appendBatch?(list: PyList, items: ArrayLike<unknown>, from: number): boolean;
+  /** Offered a whole SETITEMS batch of key/value pairs items[from..]; true when the hook took it. */
+  setItemsBatch?(dict: PyDict, items: ArrayLike<unknown>, from: number): boolean;
 }
 
 export interface UnpickleLimits {
@@ -217,6 +224,10 @@ export class Unpickler {
   /** Appends items[from..] to a list (or set), offering each to the consume hook first. */
   private appendItems(list: unknown, items: ArrayLike<unknown>, pos: number, from = 0): void {
     if (list instanceof PyList) {
+      if (list.tag >= 0)
+        this.fail("corrupt", "a list was extended after a reader had taken it as complete", pos);
+      const batch = this.hooks.appendBatch;
+      if (batch !== undefined && from > 0 && batch(list, items, from)) return;
       const consume = this.hooks.consume;
       const out = list.items;
       for (let i = from; i < items.length; i++) {
@@ -237,6 +248,8 @@ export class Unpickler {
   private setItems(dict: unknown, items: ArrayLike<unknown>, pos: number, from = 0): void {
     if (!(dict instanceof PyDict)) this.fail("corrupt", "SETITEM on something that is not a dict", pos);
     if ((items.length - from) % 2 !== 0) this.fail("corrupt", "SETITEMS with an odd number of values", pos);
+    const batch = this.hooks.setItemsBatch;
+    if (batch !== undefined && from > 0 && batch(dict, items, from)) return;
     const hook = this.hooks.onSetItem;
     const k = dict.k;
     const v = dict.v;

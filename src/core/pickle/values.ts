@@ -8,6 +8,8 @@ export class PyDict {
   memo = -1;
   /** Free for a reader's use (e.g. the frame id of a frame dict); -1 when unset. */
   tag = -1;
+  /** Set by a reader that wrote this dict straight into columns (its row there); -1 when unset. */
+  row = -1;
 
   /** The value of `key`; searched from the end so that, as in Python, a repeated key's last value wins. */
   get(key: string): unknown {
@@ -33,6 +35,8 @@ export class PyDict {
 export class PyList {
   readonly items: unknown[] = [];
   memo = -1;
+  /** Set by a reader that took the list's content (e.g. a frame list's stack id); -1 when unset. */
+  tag = -1;
   /** Rows a reader consumed from this list instead of storing them (see UnpickleHooks.consume). */
   rowStart = -1;
   rowCount = 0;
