@@ -1,0 +1,11 @@
+// `npm run bench`: every benchmark in turn. Figures only; nothing here is a test.
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+
+for (const name of ["read.bench.ts", "replay.bench.ts"]) {
+  const path = join(import.meta.dirname, name);
+  if (!existsSync(path)) continue;
+  console.log(`\n## ${name}`);
+  execFileSync(process.execPath, ["--import", "tsx", path], { stdio: "inherit" });
+}
