@@ -38,6 +38,8 @@ export function sniff(head: Uint8Array): Kind | null {
   if (b0 === 0x50 && head[1] === 0x4b && (head[2] === 0x03 || head[2] === 0x05)) return "zip";
   // Protocol 0/1 pickles start with MARK, EMPTY_DICT or EMPTY_LIST.
   if (b0 === 0x28 || b0 === 0x7d || b0 === 0x5d) return "pickle";
+  // A protocol 0 pickle that opens with GLOBAL ("cmodule\nname\n"): let the unpickler refuse it by name.
+  if (b0 === 0x63 && /^c[\w.]+\n[\w.]+\n/.test(String.fromCharCode(...head.subarray(0, 64)))) return "pickle";
   let i = 0;
   while (i < head.length && (head[i] === 0x20 || head[i] === 0x0a || head[i] === 0x0d || head[i] === 0x09))
     i++;

@@ -7,7 +7,14 @@ import { SnapshotReadError } from "../formats/errors";
 import type { UnpickleHooks } from "../pickle/unpickler";
 import { describeValue, isSequence, PyDict, PyList, PySet, sequenceItems } from "../pickle/values";
 import { ModelBuilder, TraceColumns } from "./builder";
-import { EMPTY_STACK, NO_STRING, type SnapshotModel, type SnapshotSource, type TraceTable } from "./types";
+import {
+  Action,
+  EMPTY_STACK,
+  NO_STRING,
+  type SnapshotModel,
+  type SnapshotSource,
+  type TraceTable,
+} from "./types";
 
 /** A frames list after interning: stands in for the list in dicts and in the memo. */
 export class StackRef {
@@ -345,13 +352,21 @@ export class SnapshotAssembler {
 }
 
 /**
- * torch_npu prepends its workspace allocator's entries to a device's list, ending with a
- * `workspace_snapshot` entry; they are not in time order with the rest. Mark that leading run.
+ * torch_npu prepends its workspace allocator's entries to a device's list: per workspace block a
+ * `workspace_snapshot` followed by that block's `segment_alloc` and `alloc` (same address). They are not
+ * in time order with the rest of the list. Mark that leading run; keep file order.
  */
 function markWorkspacePrefix(t: TraceTable, workspaceAction: number): void {
-  let last = -1;
-  for (let i = 0; i < t.length; i++) if (t.action[i] === workspaceAction) last = i;
-  for (let i = 0; i <= last; i++) t.isWorkspace[i] = 1;
+  let i = 0;
+  while (i < t.length && t.action[i] === workspaceAction) {
+    const addr = t.addr[i];
+    t.isWorkspace[i++] = 1;
+    for (let n = 0; n < 2 && i < t.length; n++, i++) {
+      const a = t.action[i];
+      if ((a !== Action.segment_alloc && a !== Action.alloc) || t.addr[i] !== addr) break;
+      t.isWorkspace[i] = 1;
+    }
+  }
 }
 
 function notSnapshot(message: string): SnapshotReadError {

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""memscope fixture generator: writes PyTorch memory snapshots in the shapes real files have.
+
+Python 3 standard library only. Run `python3 test/gen/generate.py -h`; see test/gen/README.md.
+Importable too: `import generate` (with test/gen on sys.path) exposes one function per subcommand:
+known(), demo(), variants(), hostile(), truncate(), big(), random_trace().
+"""
+
+import argparse
+import json
+import os
+import pickle
+import sys
+
+sys.dont_write_bytecode = True  # keep __pycache__ out of the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from memgen import knownrun  # noqa: E402
+
+
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)
+        f.write("\n")
+
+
+def write_pickle(path, obj, protocol=4):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "wb") as f:
+        pickle.dump(obj, f, protocol=protocol)
+
+
+def known(out, layout="cuda-all", paths="linux", moment="step2", protocol=4, truncate_trace=None):
+    """The known-composition run (3 x bf16 Linear(2048, 2048) + AdamW + 512x2048 input) at one moment.
+    Writes OUT, OUT.counters.json and OUT.truth.json; returns the truth dict."""
+    snap, tally, truth, counters = knownrun.build(layout, paths, moment, truncate_trace)
+    write_pickle(out, snap, protocol)
+    truth["protocol"] = protocol
+    truth["tally"] = tally
+    write_json(out + ".counters.json", counters)
+    write_json(out + ".truth.json", truth)
+    return truth
+
+
+def demo(out):
+    """The app's demo snapshot: the known run mid-backward, cuda-all stacks, linux paths (OUT only: no
+    sidecars, so public/ holds nothing but the pickle)."""
+    snap, _tally, truth, _counters = knownrun.build("cuda-all", "linux", "mid_backward")
+    write_pickle(out, snap, 4)
+    return truth
+
+
+def truncate(src, n, out):
+    """Copy the first n bytes of src to out (a truncated download / interrupted write)."""
+    with open(src, "rb") as f:
+        data = f.read(n)
+    with open(out, "wb") as f:
+        f.write(data)
+    return out
+
+
+def variants(outdir):
+    """The same small content written every way a reader must handle, plus manifest.json."""
+    from memgen import variants as v
+    return v.write_all(outdir)
+
+
+def hostile(outdir):
+    """Malicious and broken inputs that a reader must refuse cleanly (never execute, never hang)."""
+    from memgen import hostile as h
+    return h.write_all(outdir)
+
+
+def big(out, target_mb, devices=1, seed=1):
+    """A large training-like snapshot of about target_mb MB, streamed to disk; returns its counts."""
+    from memgen import bigpickle
+    return bigpickle.write_big(out, target_mb, devices, seed)
+
+
+def random_trace(out, seed, events):
+    """A random but consistent trace whose final segments equal what the trace leaves."""
+    from memgen import workloads
+    return workloads.write_random_trace(out, seed, events)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    k = sub.add_parser("known", help=known.__doc__.splitlines()[0])
+    k.add_argument("--layout", choices=["cuda-all", "cuda-python", "npu"], default="cuda-all")
+    k.add_argument("--paths", choices=["linux", "conda", "venv", "dist", "windows"], default="linux")
+    k.add_argument("--moment", choices=list(knownrun.MOMENTS), default="step2")
+    k.add_argument("--protocol", type=int, choices=range(0, 6), default=4)
+    k.add_argument("--truncate-trace", type=int, default=None, metavar="N",
+                   help="keep only the newest N trace entries (the allocator's ring buffer)")
+    k.add_argument("out")
+
+    d = sub.add_parser("demo", help=demo.__doc__.splitlines()[0])
+    d.add_argument("out")
+
+    v = sub.add_parser("variants", help=variants.__doc__.splitlines()[0])
+    v.add_argument("outdir")
+
+    h = sub.add_parser("hostile", help=hostile.__doc__.splitlines()[0])
+    h.add_argument("outdir")
+
+    t = sub.add_parser("truncate", help=truncate.__doc__.splitlines()[0])
+    t.add_argument("src")
+    t.add_argument("n", type=int)
+    t.add_argument("out")
+
+    b = sub.add_parser("big", help=big.__doc__.splitlines()[0])
+    b.add_argument("--target-mb", type=float, required=True)
+    b.add_argument("--devices", type=int, default=1)
+    b.add_argument("--seed", type=int, default=1)
+    b.add_argument("out")
+
+    r = sub.add_parser("random-trace", help=random_trace.__doc__.splitlines()[0])
+    r.add_argument("--seed", type=int, required=True)
+    r.add_argument("--events", type=int, required=True)
+    r.add_argument("out")
+
+    a = p.parse_args(argv)
+    if a.cmd == "known":
+        known(a.out, a.layout, a.paths, a.moment, a.protocol, a.truncate_trace)
+    elif a.cmd == "demo":
+        demo(a.out)
+    elif a.cmd == "variants":
+        variants(a.outdir)
+    elif a.cmd == "hostile":
+        hostile(a.outdir)
+    elif a.cmd == "truncate":
+        truncate(a.src, a.n, a.out)
+    elif a.cmd == "big":
+        print(json.dumps(big(a.out, a.target_mb, a.devices, a.seed)))
+    elif a.cmd == "random-trace":
+        random_trace(a.out, a.seed, a.events)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

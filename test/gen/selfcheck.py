@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Self-check of the generator: runs every subcommand into a temporary folder and checks the outputs against
+test/tools/py_inspect.py and against a replay of the written trace (which reads only the file).
+
+    python3 test/gen/selfcheck.py [--keep DIR] [--big-mb 3]
+
+Exit status 0 when everything agrees; prints one line per check.
+"""
+
+import argparse
+import json
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+
+import generate  # noqa: E402
+import py_inspect  # noqa: E402
+from memgen import bigpickle  # noqa: E402
+
+MiB = 1 << 20
+FAILS = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        FAILS.append(what)
+
+
+def inspect(path, blocks=True):
+    obj, fmt, proto = py_inspect.load_snapshot(path)
+    return py_inspect.inspect(obj, fmt, proto, blocks), obj
+
+
+def same_counts(got, tally):
+    keys = ("segments", "blocks", "traceEntries", "actions", "devices", "totals")
+    return all(got[k] == tally[k] for k in keys)
+
+
+def replay(obj):
+    """Independent replay of a complete trace (recorded from the start): live requested sizes by address,
+    the peak of requested bytes (+ at alloc, - at free_requested), and the set of live segments."""
+    live, segs, req, peak, peak_i = {}, {}, 0, 0, None
+    tr = obj["device_traces"][0]
+    start = 0
+    while start < len(tr) and tr[start]["action"] == "workspace_snapshot":
+        start += 3  # torch_npu's prepended workspace entries
+    for i in range(start, len(tr)):
+        e = tr[i]
+        a = e["action"]
+        if a == "alloc":
+            live[e["addr"]] = e["size"]
+            req += e["size"]
+        elif a == "free_requested":
+            req -= live[e["addr"]]
+        elif a == "free_completed":
+            del live[e["addr"]]
+        elif a == "segment_alloc":
+            segs[e["addr"]] = e["size"]
+        elif a == "segment_free":
+            del segs[e["addr"]]
+        if req > peak:
+            peak, peak_i = req, i
+    return live, segs, peak, peak_i
+
+
+def final_state(obj, device=0):
+    blocks, segs = {}, {}
+    for s in obj["segments"]:
+        if s["device"] != device or s.get("is_expandable"):
+            continue
+        segs[s["address"]] = s["total_size"]
+        for b in s["blocks"]:
+            if b["state"] != "inactive":
+                blocks[b["address"]] = b["requested_size"]
+    return blocks, segs
+
+
+def check_known(tmp):
+    truths = {}
+    for layout in ("cuda-all", "cuda-python", "npu"):
+        for paths in ("linux", "conda", "venv", "dist", "windows"):
+            for moment in ("step2", "step3", "mid_backward"):
+                out = os.path.join(tmp, f"known-{layout}-{paths}-{moment}.pickle")
+                truth = generate.known(out, layout, paths, moment)
+                got, obj = inspect(out)
+                name = f"known {layout} {paths} {moment}"
+                ok = same_counts(got, truth["tally"]) and got["format"] == "pickle" and got["pickleProtocol"] == 4
+                check(ok, name + ": py_inspect agrees with the truth tally")
+                snap = truth["snapshot"]
+                check(sum(snap["categories"].values()) == got["totals"]["allocatedBytes"] == snap["allocatedBytes"],
+                      name + ": categories sum to allocated_size")
+                live, segs, peak, peak_i = replay(obj)
+                blocks, fsegs = final_state(obj)
+                workspace = {s["address"] for s in obj["segments"] if s["allocated_size"] == 0 and
+                             s["blocks"][0].get("requested_size") and layout == "npu" and
+                             s["address"] not in segs}
+                check(live == blocks, name + ": replayed live allocations == active blocks")
+                check(segs == {a: v for a, v in fsegs.items() if a not in workspace},
+                      name + ": replayed segments == segments")
+                check(truth["peakRequested"]["bytes"] == peak and truth["peakRequested"]["eventIndex"] == peak_i,
+                      name + ": replayed requested peak == truth")
+                counters = json.load(open(out + ".counters.json"))
+                check(counters["memory_allocated"] == snap["allocatedBytes"] and
+                      counters["memory_reserved"] == snap["reservedBytes"] and
+                      counters["max_memory_allocated"] == truth["maxMemoryAllocated"],
+                      name + ": counters sidecar agrees")
+                truths[(layout, paths, moment)] = truth
+    for layout in ("cuda-all", "cuda-python", "npu"):
+        a = truths[(layout, "linux", "step2")]["snapshot"]["categories"]
+        b = truths[(layout, "linux", "step3")]["snapshot"]["categories"]
+        check(a == b, f"known {layout}: step2 and step3 have identical composition")
+        c = truths[(layout, "linux", "mid_backward")]["snapshot"]["categories"]
+        per = 512 if layout == "npu" else 0
+        check(a["parameters"] == 3 * (8 * MiB + per) and a["gradients"] == 3 * (8 * MiB + per) and
+              a["optimizer_state"] == 6 * (8 * MiB + per) and a["input"] == 2 * MiB + per and a["activations"] == 0,
+              f"known {layout}: step2 composition 24/24/48/2 MiB, no activations")
+        check(c["activations"] == 10 * MiB + 2 * per, f"known {layout}: mid_backward holds 10 MiB of activations")
+    # protocols and truncation
+    for proto in range(6):
+        out = os.path.join(tmp, f"known-p{proto}.pickle")
+        truth = generate.known(out, protocol=proto)
+        got, _ = inspect(out)
+        check(same_counts(got, truth["tally"]) and got["pickleProtocol"] == (proto if proto >= 2 else None),
+              f"known --protocol {proto}: counts and protocol")
+    out = os.path.join(tmp, "known-trunc.pickle")
+    truth = generate.known(out, "cuda-all", "linux", "mid_backward", truncate_trace=60)
+    got, obj = inspect(out)
+    check(same_counts(got, truth["tally"]) and got["traceEntries"] == 60, "known --truncate-trace 60: counts")
+    seen, orphans = set(), []
+    for e in obj["device_traces"][0]:
+        if e["action"] == "alloc":
+            seen.add(e["addr"])
+        elif e["action"] == "free_requested" and e["addr"] not in seen:
+            orphans.append(e)
+    check(len(orphans) > 0, "known --truncate-trace 60: frees of allocations that fell out are present")
+
+
+def check_variants(tmp):
+    d = os.path.join(tmp, "variants")
+    generate.variants(d)
+    m = json.load(open(os.path.join(d, "manifest.json")))
+    for e in m["files"]:
+        got, _ = inspect(os.path.join(d, e["file"]))
+        exp = {k: v for k, v in e.items() if k not in ("file", "what")}
+        check(got == exp, f"variants {e['file']}: py_inspect == manifest")
+
+
+def check_hostile(tmp):
+    d = os.path.join(tmp, "hostile")
+    generate.hostile(d)
+    m = json.load(open(os.path.join(d, "manifest.json")))
+    for e in m["files"]:
+        path = os.path.join(d, e["file"])
+        try:
+            got, _ = inspect(path)
+            err = None
+        except Exception as ex:  # noqa: BLE001
+            got, err = None, ex
+        if e["expect"] == "load":
+            check(err is None and got["segments"] == e["segments"], f"hostile {e['file']}: loads")
+        elif e["expect"] == "refuse":
+            check(err is not None, f"hostile {e['file']}: refused ({type(err).__name__ if err else 'loaded!'})")
+        else:
+            check(True, f"hostile {e['file']}: {type(err).__name__ if err else 'loaded'}")
+    src = os.path.join(tmp, "known-cuda-all-linux-step2.pickle")
+    dst = os.path.join(tmp, "truncated.pickle")
+    generate.truncate(src, os.path.getsize(src) // 2, dst)
+    try:
+        inspect(dst)
+        check(False, "truncate: half a pickle is refused")
+    except Exception:  # noqa: BLE001
+        check(True, "truncate: half a pickle is refused")
+
+
+def check_random(tmp):
+    for seed, n in ((1, 3000), (2, 20000)):
+        out = os.path.join(tmp, f"random-{seed}.pickle")
+        truth = generate.random_trace(out, seed, n)
+        got, obj = inspect(out)
+        check(same_counts(got, truth["tally"]) and got["traceEntries"] >= n, f"random-trace {seed}: counts")
+        live, segs, _peak, _i = replay(obj)
+        blocks, fsegs = final_state(obj)
+        check(live == blocks and segs == fsegs, f"random-trace {seed}: replay == final segments")
+        tb = {(b["address"], b["requestedSize"]) for b in truth["liveBlocks"]}
+        check(tb == set(blocks.items()), f"random-trace {seed}: truth liveBlocks == active blocks")
+
+
+def check_big(tmp, mb):
+    check(bool(bigpickle.verify(0.3, 1)), "big: streamed opcodes == pickle.dumps opcodes (1 device)")
+    check(bool(bigpickle.verify(0.4, 2)), "big: streamed opcodes == pickle.dumps opcodes (2 devices)")
+    out = os.path.join(tmp, "big.pickle")
+    c = generate.big(out, mb, 2)
+    got, obj = inspect(out)
+    check(same_counts(got, c), f"big --target-mb {mb} --devices 2: printed counts == py_inspect")
+    check(abs(c["bytes"] - mb * 1e6) < 0.15 * mb * 1e6, f"big: size {c['bytes']} within 15% of target")
+    with open(out, "rb") as f:
+        check(pickle.load(f) == obj, "big: plain pickle.load == restricted load")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--keep", help="write into this folder and keep it")
+    p.add_argument("--big-mb", type=float, default=3)
+    a = p.parse_args()
+    tmp = a.keep or tempfile.mkdtemp(prefix="memgen-check-")
+    os.makedirs(tmp, exist_ok=True)
+    try:
+        check_known(tmp)
+        check_variants(tmp)
+        check_hostile(tmp)
+        check_random(tmp)
+        check_big(tmp, a.big_mb)
+    finally:
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(FAILS)} failed" if FAILS else "all checks passed")
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
