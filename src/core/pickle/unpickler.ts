@@ -811,19 +811,40 @@ function findNewline(b: Uint8Array, from: number, end: number, maxLine: number):
   return limit < end ? -2 : -1;
 }
 
-/** Decodes UTF-8; ASCII-only short strings take a faster path. */
+// Short strings are interned by their bytes before decoding: torch writes per-entry strings (e.g.
+// compile_context) as fresh objects, so the pickler cannot memoise them and the same bytes recur.
+const INTERN_MAX_BYTES = 64;
+const INTERN_SLOTS = 4096;
+const internBytes: (Uint8Array | undefined)[] = new Array(INTERN_SLOTS);
+const internStrings: string[] = new Array(INTERN_SLOTS);
+
 function decodeUtf8(b: Uint8Array, p: number, n: number): string {
-  if (n <= 48) {
-    let ascii = true;
-    for (let i = p; i < p + n; i++) {
-      if (b[i] >= 0x80) {
-        ascii = false;
+  if (n > INTERN_MAX_BYTES) return utf8.decode(b.subarray(p, p + n));
+  let h = n;
+  let ascii = true;
+  for (let i = p; i < p + n; i++) {
+    const c = b[i];
+    h = Math.imul(h ^ c, 0x01000193);
+    if (c >= 0x80) ascii = false;
+  }
+  const slot = (h >>> 0) & (INTERN_SLOTS - 1);
+  const cached = internBytes[slot];
+  if (cached !== undefined && cached.length === n) {
+    let same = true;
+    for (let i = 0; i < n; i++) {
+      if (cached[i] !== b[p + i]) {
+        same = false;
         break;
       }
     }
-    if (ascii) return String.fromCharCode.apply(null, b.subarray(p, p + n) as unknown as number[]);
+    if (same) return internStrings[slot];
   }
-  return utf8.decode(b.subarray(p, p + n));
+  const str = ascii
+    ? String.fromCharCode.apply(null, b.subarray(p, p + n) as unknown as number[])
+    : utf8.decode(b.subarray(p, p + n));
+  internBytes[slot] = b.slice(p, p + n);
+  internStrings[slot] = str;
+  return str;
 }
 
 /** Python 2 repr() of a str: 'abc' or "abc" with backslash escapes; bytes read as latin-1. */
