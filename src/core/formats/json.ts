@@ -34,7 +34,7 @@ export function jsonToValues(v: unknown, hooks: UnpickleHooks, depth = 0): unkno
     const list = new PyList();
     for (const item of v) {
       const value = jsonToValues(item, hooks, depth + 1);
-      if (!hooks.consume?.(list, value)) list.items.push(value);
+      if (!hooks.consume?.(list, value)) list.push(value);
     }
     return list;
   }

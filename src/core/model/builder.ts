@@ -128,7 +128,7 @@ export class ModelBuilder {
   private readonly stringIds = new Map<string, IndexIntoStrings>();
 
   private readonly frameFilename = new Growable(Int32Array);
-  private readonly frameLine = new Growable(Int32Array);
+  private readonly frameLine = new Growable(Float64Array);
   private readonly frameName = new Growable(Int32Array);
   private readonly frameIds = new Map<string, IndexIntoFrames>();
 

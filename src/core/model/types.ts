@@ -42,7 +42,8 @@ export const SegmentType = { small: 0, large: 1, unknown: 2 } as const;
 export interface FrameTable {
   length: number;
   filename: Int32Array; // IndexIntoStrings
-  line: Int32Array;
+  /** Float64: a real file holds line 2^64−1 (an unknown line), which Int32 would wrap. */
+  line: Float64Array;
   name: Int32Array; // IndexIntoStrings
 }
 

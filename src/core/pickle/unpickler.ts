@@ -229,12 +229,12 @@ export class Unpickler {
       const batch = this.hooks.appendBatch;
       if (batch !== undefined && from > 0 && batch(list, items, from)) return;
       const consume = this.hooks.consume;
-      const out = list.items;
       for (let i = from; i < items.length; i++) {
         const item = items[i];
         // Frame dicts (tagged by the reader) are never consumed: skip the call for them.
-        if (consume === undefined || (item instanceof PyDict && item.tag >= 0) || !consume(list, item))
-          out.push(item);
+        if (consume === undefined || (item instanceof PyDict && item.tag >= 0) || !consume(list, item)) {
+          list.push(item);
+        }
       }
     } else if (list instanceof PySet && !list.frozen) {
       for (let i = from; i < items.length; i++) list.items.push(items[i]);
@@ -251,12 +251,9 @@ export class Unpickler {
     const batch = this.hooks.setItemsBatch;
     if (batch !== undefined && from > 0 && batch(dict, items, from)) return;
     const hook = this.hooks.onSetItem;
-    const k = dict.k;
-    const v = dict.v;
     for (let i = from; i < items.length; i += 2) {
       const key = items[i];
-      k.push(key);
-      v.push(hook ? hook(key, items[i + 1]) : items[i + 1]);
+      dict.add(key, hook ? hook(key, items[i + 1]) : items[i + 1]);
     }
   }
 

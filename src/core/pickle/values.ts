@@ -1,9 +1,12 @@
 // The values the unpickler builds. Dicts and lists are small classes rather than plain objects so that
 // keys from a file can never reach Object.prototype, and so readers can tag them (memo slot, frame id).
 
+/** Shared by every empty dict and list until its first item: most never get one (see assemble.ts). */
+const NONE: unknown[] = Object.freeze([]) as unknown as unknown[];
+
 export class PyDict {
-  readonly k: unknown[] = [];
-  readonly v: unknown[] = [];
+  k: unknown[] = NONE;
+  v: unknown[] = NONE;
   /** Memo slot this dict was stored in, or -1. Lets a reader release the memo's reference. */
   memo = -1;
   /** Free for a reader's use (e.g. the frame id of a frame dict); -1 when unset. */
@@ -25,15 +28,22 @@ export class PyDict {
   set(key: unknown, value: unknown): void {
     const i = this.k.lastIndexOf(key);
     if (i >= 0) this.v[i] = value;
-    else {
-      this.k.push(key);
-      this.v.push(value);
+    else this.add(key, value);
+  }
+
+  /** Appends a pair without looking for the key (the unpickler's SETITEMS; see get()). */
+  add(key: unknown, value: unknown): void {
+    if (this.k === NONE) {
+      this.k = [];
+      this.v = [];
     }
+    this.k.push(key);
+    this.v.push(value);
   }
 }
 
 export class PyList {
-  readonly items: unknown[] = [];
+  items: unknown[] = NONE;
   memo = -1;
   /** Set by a reader that took the list's content (e.g. a frame list's stack id); -1 when unset. */
   tag = -1;
@@ -42,6 +52,11 @@ export class PyList {
   rowCount = 0;
   /** Rows that were not contiguous with rowStart..rowStart+rowCount (never seen in real files). */
   extraRows: number[] | null = null;
+
+  push(item: unknown): void {
+    if (this.items === NONE) this.items = [];
+    this.items.push(item);
+  }
 
   addRow(row: number): void {
     if (this.rowStart < 0) {
