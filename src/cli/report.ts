@@ -1,0 +1,124 @@
+// `memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--json]`
+// Exit 0: every check passed or was skipped; 2: a check failed; 1: unreadable input or bad usage.
+
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { SnapshotReadError } from "../core/formats/errors";
+import type { CountersSidecar, SnapshotModel } from "../core/model/types";
+import { CountersParseError, parseCounters } from "../core/report/counters";
+import { buildReport } from "../core/report/index";
+import { renderReportText } from "../core/report/text";
+import { readSnapshotFile } from "./read-file";
+
+export interface ReportIo {
+  stdout(s: string): void;
+  stderr(s: string): void;
+}
+
+export interface ReportDeps {
+  readSnapshot(path: string): Promise<SnapshotModel>;
+}
+
+const USAGE =
+  "usage: memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--json]\n";
+
+interface Args {
+  file: string;
+  counters: string | null;
+  compare: string | null;
+  countersOther: string | null;
+  json: boolean;
+}
+
+class UsageError extends Error {}
+
+/** `args` are the words after `memscope report`. */
+function parseArgs(args: string[]): Args {
+  const out: Args = { file: "", counters: null, compare: null, countersOther: null, json: false };
+  const files: string[] = [];
+  const valued = new Set(["--counters", "--compare", "--counters-other"]);
+  for (let i = 0; i < args.length; i++) {
+    let a = args[i];
+    let value: string | undefined;
+    const eq = a.indexOf("=");
+    if (a.startsWith("--") && eq > 0) {
+      value = a.slice(eq + 1);
+      a = a.slice(0, eq);
+    }
+    if (a === "--json") {
+      if (value !== undefined) throw new UsageError("--json takes no value");
+      out.json = true;
+    } else if (valued.has(a)) {
+      if (value === undefined) {
+        value = args[++i];
+        if (value === undefined || value.startsWith("--")) throw new UsageError(`${a} needs a file`);
+      }
+      if (a === "--counters") out.counters = value;
+      else if (a === "--compare") out.compare = value;
+      else out.countersOther = value;
+    } else if (a.startsWith("--")) throw new UsageError(`unknown option ${a}`);
+    else files.push(a);
+  }
+  if (files.length !== 1)
+    throw new UsageError(files.length === 0 ? "no snapshot file given" : "give one snapshot file");
+  if (out.countersOther && !out.compare) throw new UsageError("--counters-other needs --compare");
+  out.file = files[0];
+  return out;
+}
+
+async function readCounters(path: string): Promise<CountersSidecar> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new CountersParseError(
+      code === "ENOENT" ? `${path}: no such file.` : `${path} could not be read: ${(e as Error).message}`,
+    );
+  }
+  return parseCounters(text, path);
+}
+
+/** The sidecar named on the command line, else `FILE.counters.json` beside the file, else none. */
+async function sidecarFor(file: string, explicit: string | null): Promise<CountersSidecar | null> {
+  if (explicit) return readCounters(explicit);
+  const beside = `${file}.counters.json`;
+  return existsSync(beside) ? readCounters(beside) : null;
+}
+
+export async function reportCommand(
+  argv: string[],
+  io: ReportIo,
+  deps: ReportDeps = { readSnapshot: readSnapshotFile },
+): Promise<number> {
+  let args: Args;
+  try {
+    args = parseArgs(argv);
+  } catch (e) {
+    io.stderr(`memscope report: ${(e as Error).message}\n${USAGE}`);
+    return 1;
+  }
+  let model: SnapshotModel;
+  let other: SnapshotModel | null = null;
+  let counters: CountersSidecar | null;
+  let otherCounters: CountersSidecar | null = null;
+  try {
+    model = await deps.readSnapshot(args.file);
+    counters = await sidecarFor(args.file, args.counters);
+    if (args.compare) {
+      other = await deps.readSnapshot(args.compare);
+      otherCounters = await sidecarFor(args.compare, args.countersOther);
+    }
+  } catch (e) {
+    if (e instanceof SnapshotReadError || e instanceof CountersParseError) {
+      io.stderr(`memscope: ${e.message}\n`);
+      return 1;
+    }
+    io.stderr(`memscope: could not read the input: ${(e as Error).message ?? String(e)}\n`);
+    return 1;
+  }
+  const report = buildReport(model, { counters, other, otherCounters });
+  io.stdout(args.json ? `${JSON.stringify(report)}\n` : renderReportText(report));
+  const failed = [...report.checks, ...(report.compare?.otherChecks ?? [])].some((c) => c.status === "fail");
+  return failed ? 2 : 0;
+}

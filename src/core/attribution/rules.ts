@@ -1,0 +1,295 @@
+// The category rules: one ordered table, data not scattered ifs. How the table is read (index.ts):
+//   1. `profiler-category` and `no-stack` are looked at first, in that order.
+//   2. The frame rules (`scope: "frame"`) are markers: the stack is walked innermost → outermost and the
+//      FIRST frame that matches any marker decides; when one frame matches two markers, table order wins.
+//      Nearest-wins is what keeps Lightning right: its forward runs inside `optimizer.step(closure)`, so a
+//      `torch/optim` frame sits far outside the `forward` that made the activation.
+//   3. If no frame is a marker, the fallbacks (`scope: "innermost"`, then `"any"`) are tried in order.
+//   4. The trace refines three cases the stack cannot decide (`scope: "trace"`): engine-made buffers that
+//      outlive their backward (.grad) vs. ones in flight; frame-less allocations of a stacks='python' file;
+//      the user's own computation between a forward and its backward (the loss).
+// README.md lists what each rule catches in the real files.
+
+import { isInstalledPath, isTorchPath } from "./frames";
+
+export const CATEGORY_NAMES = [
+  "parameters",
+  "gradients",
+  "optimizer_state",
+  "activations",
+  "input",
+  "other",
+  "unknown",
+] as const;
+export type CategoryName = (typeof CATEGORY_NAMES)[number];
+
+export const Category = {
+  parameters: 0,
+  gradients: 1,
+  optimizer_state: 2,
+  activations: 3,
+  input: 4,
+  other: 5,
+  unknown: 6,
+} as const satisfies Record<CategoryName, number>;
+
+/** What a frame rule looks at, computed once per distinct frame. */
+export interface FrameFacts {
+  /** Filename with `/` separators. */
+  path: string;
+  name: string;
+  isPython: boolean;
+  isOwn: boolean;
+  isInstalled: boolean;
+  isTorch: boolean;
+}
+
+export interface Rule {
+  id: string;
+  category: number;
+  /**
+   * "frame": a marker (nearest frame wins); "innermost": tests the innermost Python frame outside torch and
+   * the standard library; "any": always; "special": decided before the stack walk; "trace": a refinement of
+   * one allocation from the order of events in the trace.
+   */
+  scope: "special" | "frame" | "innermost" | "any" | "trace";
+  description: string;
+  match?: (f: FrameFacts) => boolean;
+}
+
+const inTorch = (f: FrameFacts, sub: string) => f.isTorch && f.path.includes(`/torch/${sub}`);
+
+/** Directories / files of installed optimizer libraries: `…/optim/`, `…/optimizer/`, `optimization.py`, `distrib_optimizer.py`. */
+const OPTIMIZER_PATH = /\/(?:optim|optimizers?|optimization)(?:\/|\.py$)|_optim(?:izer)?\.py$/;
+const MODULE_TO_NAMES = new Set(["_apply", "to", "cuda", "npu", "xpu", "to_empty"]);
+const LOAD_NAMES = new Set([
+  "load_state_dict",
+  "_load_from_state_dict",
+  "from_pretrained",
+  "_load_pretrained_model",
+  "load_checkpoint_in_model",
+  "set_module_tensor_to_device",
+]);
+const INIT_WEIGHTS =
+  /^_?(?:reset|init|initiali[sz]e|create)_?(?:all_)?(?:weights?|params|parameters)(?:_list)?$/;
+const INPUT_TRANSFER_NAMES = new Set(["transfer_batch_to_device", "move_data_to_device"]);
+/** The engine itself, or a generated backward node running (not its destructor / release_variables). */
+const ENGINE_NATIVE =
+  /torch::autograd::Engine::|torch::autograd::generated::\w+(?:::apply\(|_apply_functional\()/;
+const DATA_PARALLEL_FILE = /\/(?:data_parallel|scatter_gather)\.py$/;
+
+export const RULES: readonly Rule[] = [
+  {
+    id: "profiler-category",
+    category: -1,
+    scope: "special",
+    description:
+      "A snapshot made from the profiler (_profile_to_snapshot) carries its own category per trace entry; it wins " +
+      "(a block takes it from the last alloc at its address). parameter→parameters, gradient→gradients, " +
+      "optimizer_state, activation→activations, input, temporary/autograd_detail→other; the profiler's " +
+      "'unknown' falls through to the stack rules.",
+  },
+  {
+    id: "no-stack",
+    category: Category.unknown,
+    scope: "special",
+    description:
+      "No frames were recorded for this allocation (see the likely reason given with the site): unknown.",
+  },
+  {
+    id: "accumulate-grad",
+    category: Category.gradients,
+    scope: "frame",
+    description:
+      "A native torch::autograd::AccumulateGrad frame: the autograd engine writing a parameter's .grad.",
+    match: (f) => !f.isPython && f.name.includes("AccumulateGrad"),
+  },
+  {
+    id: "optimizer",
+    category: Category.optimizer_state,
+    scope: "frame",
+    description:
+      "A torch/optim frame (any torch optimizer, custom ones through Optimizer's step wrapper; AdamW " +
+      "allocates through adam.py), or a file of an installed optimizer library (…/optim/, …/optimizer/, " +
+      "optimization.py, *_optimizer.py, e.g. Megatron's distrib_optimizer.py master weights).",
+    match: (f) =>
+      f.isPython &&
+      (inTorch(f, "optim/") ||
+        inTorch(f, "distributed/optim/") ||
+        (f.isInstalled && OPTIMIZER_PATH.test(f.path))),
+  },
+  {
+    id: "backward-call",
+    category: Category.gradients,
+    scope: "frame",
+    description:
+      "torch's Python backward (Tensor.backward, torch.autograd.backward / grad, _make_grads: the seed " +
+      "gradient of loss.backward()).",
+    match: (f) =>
+      f.isPython &&
+      f.isTorch &&
+      ((f.path.endsWith("/torch/_tensor.py") && f.name === "backward") ||
+        (f.path.endsWith("/torch/autograd/__init__.py") &&
+          (f.name === "backward" || f.name === "grad" || f.name === "_make_grads"))),
+  },
+  {
+    id: "autograd-engine",
+    category: Category.gradients,
+    scope: "frame",
+    description:
+      "Made by the autograd engine (native torch::autograd::Engine:: / generated XxxBackward::apply frames) " +
+      "and outliving the backward that made it: AccumulateGrad kept it as the parameter's .grad (it steals " +
+      "the buffer instead of copying). Also the default when the trace cannot tell (see backward-in-flight).",
+    match: (f) => !f.isPython && ENGINE_NATIVE.test(f.name),
+  },
+  {
+    id: "data-parallel-replicate",
+    category: Category.parameters,
+    scope: "frame",
+    description: "nn.DataParallel copying the parameters to each device (torch/nn/parallel/replicate.py).",
+    match: (f) => f.isPython && inTorch(f, "nn/parallel/replicate.py"),
+  },
+  {
+    id: "input-transfer",
+    category: Category.input,
+    scope: "frame",
+    description:
+      "A framework moving the batch to the device: DataParallel's scatter (data_parallel.py / " +
+      "scatter_gather.py), Lightning's transfer_batch_to_device / move_data_to_device.",
+    match: (f) =>
+      f.isPython &&
+      ((f.name === "scatter" && DATA_PARALLEL_FILE.test(f.path)) || INPUT_TRANSFER_NAMES.has(f.name)),
+  },
+  {
+    id: "forward",
+    category: Category.activations,
+    scope: "frame",
+    description:
+      "Inside a forward: a Python frame named forward (a module's, a torch.autograd.Function's, AOTAutograd's " +
+      "compiled forward under torch.compile) or a Module call (_call_impl / _wrapped_call_impl). Frames of " +
+      "torch/nn/parallel and data_parallel.py do not count: DataParallel's own forward only dispatches.",
+    match: (f) =>
+      f.isPython &&
+      !inTorch(f, "nn/parallel/") &&
+      !DATA_PARALLEL_FILE.test(f.path) &&
+      (f.name === "forward" ||
+        (inTorch(f, "nn/modules/module.py") && (f.name === "_call_impl" || f.name === "_wrapped_call_impl"))),
+  },
+  {
+    id: "module-to",
+    category: Category.parameters,
+    scope: "frame",
+    description:
+      "Module.to() / .cuda() / .npu() / _apply() (torch/nn/modules/module.py) converting a module's " +
+      "parameters and buffers onto the device.",
+    match: (f) => f.isPython && inTorch(f, "nn/modules/module.py") && MODULE_TO_NAMES.has(f.name),
+  },
+  {
+    id: "load-weights",
+    category: Category.parameters,
+    scope: "frame",
+    description:
+      "Weights loaded onto the device: load_state_dict / _load_from_state_dict, from_pretrained, accelerate's " +
+      "set_module_tensor_to_device, safetensors, torch/serialization.py (torch.load with map_location).",
+    match: (f) =>
+      f.isPython &&
+      (LOAD_NAMES.has(f.name) ||
+        (f.isInstalled && f.path.includes("/safetensors/")) ||
+        inTorch(f, "serialization.py")),
+  },
+  {
+    id: "init-weights",
+    category: Category.parameters,
+    scope: "frame",
+    description:
+      "Parameters made on the device at construction: a torch.nn module's __init__ (factory kwargs " +
+      "device=…), or a function named like reset_parameters / init_weights / create_weights / " +
+      "init_weight_list / initialize_parameters.",
+    match: (f) =>
+      f.isPython && ((f.name === "__init__" && inTorch(f, "nn/modules/")) || INIT_WEIGHTS.test(f.name)),
+  },
+  {
+    id: "own-constructor",
+    category: Category.parameters,
+    scope: "innermost",
+    description:
+      "The innermost Python frame outside torch and the standard library is the user's own __init__ (self.w = nn.Parameter(torch." +
+      "randn(…, device=…))): a constructor putting its state on the device.",
+    match: (f) => f.isOwn && f.name === "__init__",
+  },
+  {
+    id: "own-code",
+    category: Category.input,
+    scope: "innermost",
+    description:
+      "The innermost Python frame outside torch and the standard library is the user's own code, outside any forward, backward, " +
+      "optimizer step, load or construction: data the user put on the device (batches, targets, buffers).",
+    match: (f) => f.isOwn,
+  },
+  {
+    id: "no-rule",
+    category: Category.other,
+    scope: "any",
+    description:
+      "A stack, but no rule matched: library code outside a forward/backward/step (KV caches, communication " +
+      "buffers, workspaces) or a native-only stack outside the autograd engine.",
+  },
+  // ---- Refinements from the trace: they change the stack's category for one allocation, because the
+  // order of events tells what the stack cannot (index.ts, refineFromTrace).
+  {
+    id: "backward-in-flight",
+    category: Category.activations,
+    scope: "trace",
+    description:
+      "Made by the autograd engine and freed before the backward that made it ended, or still alive at a " +
+      "snapshot taken during that backward (no main-thread event after it in the trace): the gradient of an " +
+      "activation, a backward temporary, or a weight gradient not yet accumulated.",
+  },
+  {
+    id: "engine-no-stack",
+    category: Category.gradients,
+    scope: "trace",
+    description:
+      "stacks='python' file: recorded in the trace with no frames, so made on a thread without Python — the " +
+      "autograd engine's — and outliving that backward: a .grad. (In flight instead: backward-in-flight.)",
+  },
+  {
+    id: "loss-computation",
+    category: Category.other,
+    scope: "trace",
+    description:
+      "The user's own code computing on the model's output between a forward and the backward that follows " +
+      "(the loss, e.g. model(x).float().pow(2).mean()): not an input, not a module's activation.",
+  },
+];
+
+export const RuleId: Record<string, number> = Object.fromEntries(RULES.map((r, i) => [r.id, i]));
+
+export function frameFacts(name: string, isPython: boolean, isOwn: boolean, path: string): FrameFacts {
+  const installed = isPython && isInstalledPath(path);
+  return { path, name, isPython, isOwn, isInstalled: installed, isTorch: installed && isTorchPath(path) };
+}
+
+/** Profiler category names (torch.profiler._memory_profiler.Category, lower-cased) → our category; -1: use the stack. */
+export function profilerCategory(name: string): number {
+  switch (name.toLowerCase()) {
+    case "parameter":
+    case "parameters":
+      return Category.parameters;
+    case "gradient":
+    case "gradients":
+      return Category.gradients;
+    case "optimizer_state":
+      return Category.optimizer_state;
+    case "activation":
+    case "activations":
+      return Category.activations;
+    case "input":
+      return Category.input;
+    case "temporary":
+    case "autograd_detail":
+      return Category.other;
+    default:
+      return -1;
+  }
+}

@@ -1,0 +1,257 @@
+// buildReport: the one JSON object the CLI prints with --json and the worker hands to the UI — totals from
+// the segment fields, categories, the five checks, the top call sites, and optionally a comparison.
+
+import { type Attribution, attribute } from "../attribution";
+import { CATEGORY_NAMES } from "../attribution/rules";
+import { type CheckResult, type PeakInfo, runChecks } from "../checks";
+import { compareSnapshots, type SiteDelta } from "../compare";
+import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
+import { formatBytes } from "./format";
+import { categoryRecord, computeTotals, type DeviceTotals } from "./totals";
+
+export interface TotalsJson {
+  reservedBytes: number;
+  activeBytes: number;
+  allocatedBytes: number;
+  requestedBytes: number | null;
+}
+
+export interface DeviceJson extends TotalsJson {
+  device: number;
+  categories: Record<string, number>;
+  /** allocatedBytes − Σ categories (0 when the active_allocated blocks add up to Σ allocated_size). */
+  reconciliationBytes: number;
+  /** active_pending_free blocks: active, not allocated, in no category. */
+  pendingFreeBytes: number;
+}
+
+export interface CheckJson {
+  id: string;
+  status: CheckResult["status"];
+  detail: string;
+  title: string;
+  actualBytes: number | null;
+  expectedBytes: number | null;
+  numbers: Record<string, number | null>;
+  failingSegments?: CheckResult["failingSegments"];
+}
+
+export interface CallSiteJson {
+  /** `path:line:function` as written in the file. */
+  site: string;
+  category: string;
+  bytes: number;
+  blocks: number;
+  label: string;
+  /** Category rule that fired, and how the site was chosen. */
+  rule: string;
+  via: string;
+}
+
+export interface CompareJson {
+  /** other − this, per category. */
+  categories: Record<string, number>;
+  callSites: { site: string; deltaBytes: number; label: string; category: string }[];
+  verdict: string;
+  totalDeltaBytes: number;
+  otherFile: string;
+  otherTotals: TotalsJson;
+  otherChecks: CheckJson[];
+}
+
+export interface ReportJson {
+  totals: TotalsJson;
+  devices: DeviceJson[];
+  categories: Record<string, number>;
+  checks: CheckJson[];
+  topCallSites: CallSiteJson[];
+  compare: CompareJson | null;
+  file: string;
+  /** Σ categories + reconciliationBytes = totals.allocatedBytes, exactly. */
+  reconciliationBytes: number;
+  pendingFreeBytes: number;
+  peak: { bytes: number; source: string } | null;
+  counters: { device: number | null; tag: string | null } | null;
+  /** Why some blocks have no stack (most likely first), when some do. */
+  noStackReasons: string[];
+  notes: string[];
+}
+
+export interface ReportOptions {
+  counters?: CountersSidecar | null;
+  other?: SnapshotModel | null;
+  otherCounters?: CountersSidecar | null;
+  /** A peak from elsewhere (replay); the sidecar's max_memory_allocated wins when both exist. */
+  peak?: PeakInfo | null;
+  /** The same as `peak`, as two fields (bytes, and where the number came from). */
+  peakAllocatedBytes?: number | null;
+  peakSource?: string;
+  /** Reuse an attribution already computed for `model` / `other`. */
+  attribution?: Attribution;
+  otherAttribution?: Attribution;
+  topSites?: number;
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+function totalsJson(t: DeviceTotals): TotalsJson {
+  return {
+    reservedBytes: t.reservedBytes,
+    activeBytes: t.activeBytes,
+    allocatedBytes: t.allocatedBytes,
+    requestedBytes: t.requestedBytes,
+  };
+}
+
+function checkJson(c: CheckResult): CheckJson {
+  return {
+    id: c.id,
+    status: c.status,
+    detail: c.detail,
+    title: c.title,
+    actualBytes: c.actualBytes,
+    expectedBytes: c.expectedBytes,
+    numbers: c.numbers,
+    ...(c.failingSegments ? { failingSegments: c.failingSegments } : {}),
+  };
+}
+
+/** Top call sites over active_allocated blocks, by (site, category). */
+export function topCallSites(model: SnapshotModel, a: Attribution, limit = 20): CallSiteJson[] {
+  const rows = new Map<string, CallSiteJson>();
+  for (let b = 0; b < model.blocks.length; b++) {
+    if (model.blocks.state[b] !== BlockState.active_allocated) continue;
+    const site = a.sites[a.blockSite[b]];
+    const cat = a.blockCategory[b];
+    const k = `${a.blockSite[b]}\u0000${cat}`;
+    let r = rows.get(k);
+    if (!r) {
+      r = {
+        site: site.key,
+        category: CATEGORY_NAMES[cat],
+        bytes: 0,
+        blocks: 0,
+        label: site.label,
+        rule: a.rules[a.blockRule[b]].id,
+        via: site.via,
+      };
+      rows.set(k, r);
+    }
+    r.bytes += model.blocks.sizeBytes[b];
+    r.blocks++;
+  }
+  // Sites that differ only in stack depth fold into one row.
+  const folded = new Map<string, CallSiteJson>();
+  for (const r of rows.values()) {
+    const k = `${r.site}\u0000${r.category}`;
+    const f = folded.get(k);
+    if (f) {
+      f.bytes += r.bytes;
+      f.blocks += r.blocks;
+    } else folded.set(k, { ...r });
+  }
+  return [...folded.values()]
+    .sort((x, y) => y.bytes - x.bytes || x.site.localeCompare(y.site))
+    .slice(0, limit);
+}
+
+function notesFor(
+  model: SnapshotModel,
+  counters: CountersSidecar | null | undefined,
+  overall: DeviceTotals,
+): string[] {
+  const notes = [...model.source.notes];
+  const stats = counters?.memoryStats;
+  if (stats) {
+    const retries = stats.num_alloc_retries ?? 0;
+    if (retries > 0) {
+      notes.push(
+        `num_alloc_retries = ${retries}: cudaMalloc failed and the allocator flushed its cache to retry — a performance problem worth fixing.`,
+      );
+    }
+    const ooms = stats.num_ooms ?? 0;
+    if (ooms > 0) notes.push(`num_ooms = ${ooms}: the process hit out-of-memory ${ooms} time(s).`);
+  }
+  const pending = sum(overall.pendingFreeCategoryBytes);
+  if (pending > 0) {
+    notes.push(
+      `${formatBytes(pending)} in active_pending_free blocks: freed by the program but still held for another stream (record_stream); counted in active, not in allocated or in any category.`,
+    );
+  }
+  if (overall.reconciliationBytes !== 0) {
+    notes.push(
+      `the active_allocated blocks add up to ${formatBytes(overall.blockAllocatedBytes)}, not Σ allocated_size ${formatBytes(overall.allocatedBytes)}: the difference (${formatBytes(overall.reconciliationBytes)}) is reported as reconciliation, in no category.`,
+    );
+  }
+  return notes;
+}
+
+/** Builds the report object (pure: no I/O). */
+export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): ReportJson {
+  const a = opts.attribution ?? attribute(model);
+  const counters = opts.counters ?? null;
+  if (!opts.peak && opts.peakAllocatedBytes !== undefined && opts.peakAllocatedBytes !== null) {
+    opts = {
+      ...opts,
+      peak: { bytes: opts.peakAllocatedBytes, source: opts.peakSource ?? "replayed device_traces" },
+    };
+  }
+  const totals = computeTotals(model, a);
+  const checks = runChecks(model, { counters, peak: opts.peak ?? null });
+  const o = totals.overall;
+
+  let compare: CompareJson | null = null;
+  if (opts.other) {
+    const oa = opts.otherAttribution ?? attribute(opts.other);
+    const c = compareSnapshots({ model, attribution: a }, { model: opts.other, attribution: oa });
+    const ot = computeTotals(opts.other, oa);
+    compare = {
+      categories: c.categories,
+      callSites: c.callSites.map((s: SiteDelta) => ({
+        site: s.site,
+        deltaBytes: s.deltaBytes,
+        label: s.label,
+        category: s.category,
+      })),
+      verdict: c.verdict,
+      totalDeltaBytes: c.totalDeltaBytes,
+      otherFile: opts.other.source.fileName,
+      otherTotals: totalsJson(ot.overall),
+      otherChecks: runChecks(opts.other, { counters: opts.otherCounters ?? null }).map(checkJson),
+    };
+  }
+
+  const peakFromCounters = counters?.maxMemoryAllocatedBytes ?? null;
+  const peak =
+    peakFromCounters !== null
+      ? { bytes: peakFromCounters, source: "the counters sidecar's max_memory_allocated" }
+      : opts.peak
+        ? { bytes: opts.peak.bytes, source: opts.peak.source }
+        : null;
+
+  const noStackBytes = o.categoryBytes[CATEGORY_NAMES.indexOf("unknown")];
+  return {
+    totals: totalsJson(o),
+    devices: totals.devices.map((d) => ({
+      device: d.device,
+      ...totalsJson(d),
+      categories: categoryRecord(d.categoryBytes),
+      reconciliationBytes: d.reconciliationBytes,
+      pendingFreeBytes: sum(d.pendingFreeCategoryBytes),
+    })),
+    categories: categoryRecord(o.categoryBytes),
+    checks: checks.map(checkJson),
+    topCallSites: topCallSites(model, a, opts.topSites ?? 20),
+    compare,
+    file: model.source.fileName,
+    reconciliationBytes: o.reconciliationBytes,
+    pendingFreeBytes: sum(o.pendingFreeCategoryBytes),
+    peak,
+    counters: counters ? { device: counters.device, tag: counters.tag } : null,
+    noStackReasons: noStackBytes > 0 ? a.noStackReasons : [],
+    notes: notesFor(model, counters, o),
+  };
+}
+
+export { type CheckResult, type PeakInfo, runChecks } from "../checks";
+export { parseCounters } from "./counters";

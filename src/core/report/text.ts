@@ -1,0 +1,102 @@
+// The readable form of a ReportJson (the CLI without --json): sizes in MiB with 2 decimals, exact bytes
+// where they are compared, checks as PASS / FAIL / SKIP with both numbers.
+
+import { CATEGORY_NAMES } from "../attribution/rules";
+import { formatBytes, formatDeltaMiB, formatMiB } from "./format";
+import type { ReportJson } from "./index";
+
+const STATUS = { pass: "PASS", fail: "FAIL", skipped: "SKIP" } as const;
+
+function pct(part: number, whole: number): string {
+  return whole > 0 ? `${((100 * part) / whole).toFixed(1)}%` : "-";
+}
+
+export function renderReportText(r: ReportJson): string {
+  const out: string[] = [];
+  const t = r.totals;
+  out.push(`memscope report: ${r.file}`, "");
+  out.push("totals (segment fields, all devices)");
+  const row = (label: string, n: number | null) =>
+    `  ${label.padEnd(11)}${n === null ? "n/a".padStart(14) : formatMiB(n).padStart(14)}${n === null ? "" : `  ${formatBytes(n)}`}`;
+  out.push(
+    row("reserved", t.reservedBytes),
+    row("active", t.activeBytes),
+    row("allocated", t.allocatedBytes),
+  );
+  out.push(row("requested", t.requestedBytes));
+  if (r.devices.length > 1) {
+    out.push("", "per device");
+    out.push(
+      `  ${"device".padEnd(8)}${"reserved".padStart(14)}${"active".padStart(14)}${"allocated".padStart(14)}`,
+    );
+    for (const d of r.devices) {
+      out.push(
+        `  ${String(d.device).padEnd(8)}${formatMiB(d.reservedBytes).padStart(14)}${formatMiB(d.activeBytes).padStart(14)}${formatMiB(d.allocatedBytes).padStart(14)}`,
+      );
+    }
+  }
+
+  out.push("", "categories (active_allocated blocks; they add up to allocated)");
+  for (const name of CATEGORY_NAMES) {
+    const n = r.categories[name];
+    out.push(
+      `  ${name.padEnd(16)}${formatMiB(n).padStart(14)}  ${pct(n, t.allocatedBytes).padStart(6)}  ${formatBytes(n)}`,
+    );
+  }
+  if (r.reconciliationBytes !== 0) {
+    out.push(
+      `  ${"reconciliation".padEnd(16)}${formatMiB(r.reconciliationBytes).padStart(14)}          ${formatBytes(r.reconciliationBytes)}`,
+    );
+  }
+  out.push(
+    `  ${"= allocated".padEnd(16)}${formatMiB(t.allocatedBytes).padStart(14)}          ${formatBytes(t.allocatedBytes)}`,
+  );
+  if (r.pendingFreeBytes > 0) out.push(`  (pending free, not allocated: ${formatMiB(r.pendingFreeBytes)})`);
+
+  if (r.peak) {
+    const gap = r.peak.bytes - t.allocatedBytes;
+    out.push(
+      "",
+      `peak ${formatMiB(r.peak.bytes)} (${r.peak.source}); this snapshot holds ${formatMiB(t.allocatedBytes)}: ` +
+        `gap ${formatMiB(gap)} (${pct(gap, r.peak.bytes)} of the peak)`,
+    );
+  }
+
+  out.push("", "checks");
+  for (const c of r.checks) out.push(`  ${STATUS[c.status]} ${c.id.padEnd(18)} ${c.detail}`);
+
+  if (r.topCallSites.length > 0) {
+    out.push("", "top call sites (active_allocated blocks)");
+    for (const s of r.topCallSites) {
+      out.push(
+        `  ${formatMiB(s.bytes).padStart(14)}  ${s.category.padEnd(16)} ${s.label}  (${s.blocks} block${s.blocks === 1 ? "" : "s"}; rule ${s.rule}, ${s.via})`,
+      );
+    }
+  }
+  if (r.noStackReasons.length > 0) {
+    out.push("", `no stack recorded for ${formatMiB(r.categories.unknown)}; likely because:`);
+    for (const reason of r.noStackReasons) out.push(`  - ${reason}`);
+  }
+  if (r.notes.length > 0) {
+    out.push("", "notes");
+    for (const n of r.notes) out.push(`  - ${n}`);
+  }
+
+  if (r.compare) {
+    const c = r.compare;
+    out.push("", `compare: ${c.otherFile} − ${r.file}`, `  ${c.verdict}`, "", "  category deltas");
+    for (const name of CATEGORY_NAMES)
+      out.push(`    ${name.padEnd(16)}${formatDeltaMiB(c.categories[name]).padStart(14)}`);
+    if (c.callSites.length > 0) {
+      out.push("", "  call-site deltas");
+      for (const s of c.callSites) {
+        out.push(
+          `    ${formatDeltaMiB(s.deltaBytes).padStart(14)}  ${s.category.padEnd(16)} ${s.label}  [${s.site}]`,
+        );
+      }
+    }
+    out.push("", `  checks of ${c.otherFile}`);
+    for (const k of c.otherChecks) out.push(`    ${STATUS[k.status]} ${k.id.padEnd(18)} ${k.detail}`);
+  }
+  return `${out.join("\n")}\n`;
+}
