@@ -56,11 +56,16 @@ export class SnapshotAssembler {
     appendBatch: (list, items, from) => {
       const n = items.length - from;
       if (list.items.length !== 0 || list.rowCount !== 0 || n === 1000) return false;
-      for (let i = from; i < items.length; i++) {
-        const f = items[i];
-        if (!(f instanceof PyDict) || (f.tag < 0 && !f.has("filename"))) return false;
+      if (this.frameScratch.length < n) this.frameScratch = new Int32Array(n * 2);
+      const ids = this.frameScratch;
+      for (let i = 0; i < n; i++) {
+        const f = items[from + i];
+        if (!(f instanceof PyDict)) return false;
+        if (f.tag >= 0) ids[i] = f.tag;
+        else if (f.has("filename")) ids[i] = this.frameId(f);
+        else return false;
       }
-      list.tag = this.internFrames(items, from, items.length);
+      list.tag = this.builder.internStack(ids, n);
       return true;
     },
     consume: (list, item) => {
