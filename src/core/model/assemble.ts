@@ -297,14 +297,10 @@ export class SnapshotAssembler {
       this.notes.push(`"device_traces" holds ${describeValue(traces)}, not a list; no trace was read`);
       return;
     }
-    const tables: TraceTable[] = [];
     const workspace = this.builder.actionId("workspace_snapshot");
-    for (const [device, list] of sequenceItems(traces).entries()) {
-      const rows = isSequence(list) ? this.rowsOf(list) : [];
-      const table = this.staging.gather(device, rows);
-      markWorkspacePrefix(table, workspace);
-      tables.push(table);
-    }
+    const rowsByDevice = sequenceItems(traces).map((list) => (isSequence(list) ? this.rowsOf(list) : []));
+    const tables = this.staging.gatherAll(rowsByDevice);
+    for (const table of tables) markWorkspacePrefix(table, workspace);
     this.builder.setTraceTables(tables);
   }
 

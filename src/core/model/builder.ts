@@ -77,30 +77,37 @@ export class TraceColumns {
   category = new Growable(Int32Array);
   isWorkspace = new Growable(Uint8Array);
 
-  /** A table of the given rows, in the order given. */
-  gather(device: number, rows: ArrayLike<number>): TraceTable {
-    const pick = <T extends Float64Array | Int32Array | Uint8Array>(g: Growable<T>): T => {
+  /**
+   * One table per device from the given rows, in the order given. Copies column by column and frees
+   * each staged column once copied, so the peak is the staged rows plus one column, not twice the rows.
+   */
+  gatherAll(rowsByDevice: ArrayLike<number>[]): TraceTable[] {
+    const tables = rowsByDevice.map((rows, device) => ({ device, length: rows.length }) as TraceTable);
+    const columns = [
+      "action",
+      "addr",
+      "sizeBytes",
+      "streamRaw",
+      "stream",
+      "timeUs",
+      "stack",
+      "deviceFreeBytes",
+      "compileContext",
+      "userMetadata",
+      "category",
+      "isWorkspace",
+    ] as const;
+    for (const name of columns) {
+      const g = this[name] as Growable<Float64Array | Int32Array | Uint8Array>;
       const src = g.data;
-      const out = new (src.constructor as { new (n: number): T })(rows.length);
-      for (let i = 0; i < rows.length; i++) out[i] = src[rows[i]];
-      return out;
-    };
-    return {
-      device,
-      length: rows.length,
-      action: pick(this.action),
-      addr: pick(this.addr),
-      sizeBytes: pick(this.sizeBytes),
-      streamRaw: pick(this.streamRaw),
-      stream: pick(this.stream),
-      timeUs: pick(this.timeUs),
-      stack: pick(this.stack),
-      deviceFreeBytes: pick(this.deviceFreeBytes),
-      compileContext: pick(this.compileContext),
-      userMetadata: pick(this.userMetadata),
-      category: pick(this.category),
-      isWorkspace: pick(this.isWorkspace),
-    };
+      rowsByDevice.forEach((rows, d) => {
+        const out = new (src.constructor as { new (n: number): typeof src })(rows.length);
+        for (let i = 0; i < rows.length; i++) out[i] = src[rows[i]];
+        (tables[d] as unknown as Record<string, unknown>)[name] = out;
+      });
+      g.release();
+    }
+    return tables;
   }
 
   finish(device: number): TraceTable {

@@ -1,4 +1,5 @@
-// Append-only typed-array columns that double when full; `trim()` returns an exact-length copy.
+// Append-only typed-array columns that grow by half when full (bounding the slack to 50% for the
+// multi-million-row trace columns); `trim()` returns an exact-length copy, `release()` drops the data.
 
 type TypedArray = Float64Array | Int32Array | Uint8Array;
 type TypedArrayCtor<T extends TypedArray> = { new (length: number): T };
@@ -19,9 +20,15 @@ export class Growable<T extends TypedArray> {
   }
 
   private grow(): void {
-    const next = new this.ctor(this.data.length * 2);
+    const next = new this.ctor(Math.max(16, Math.ceil(this.data.length * 1.5)));
     next.set(this.data as never);
     this.data = next;
+  }
+
+  /** Frees the column (after its rows were copied elsewhere). */
+  release(): void {
+    this.data = new this.ctor(0);
+    this.length = 0;
   }
 
   trim(): T {
