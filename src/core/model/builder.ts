@@ -1,7 +1,7 @@
 // Builds a SnapshotModel incrementally: interns strings, frames and stacks as they stream in and
 // appends rows to typed-array columns. The readers (pickle, JSON) and tests construct models with it.
 
-import { Growable } from "./growable";
+import { ChunkedColumn, Growable } from "./growable";
 import {
   type Annotation,
   BlockState,
@@ -62,20 +62,35 @@ const BLOCK_STATES: Record<string, number> = {
   active_awaiting_free: BlockState.active_pending_free,
 };
 
-/** Growable columns of one device's trace (or of rows staged before their device is known). */
+const TRACE_COLUMNS = [
+  "action",
+  "addr",
+  "sizeBytes",
+  "streamRaw",
+  "stream",
+  "timeUs",
+  "stack",
+  "deviceFreeBytes",
+  "compileContext",
+  "userMetadata",
+  "category",
+  "isWorkspace",
+] as const;
+
+/** Append-only columns of one device's trace (or of rows staged before their device is known). */
 export class TraceColumns {
-  action = new Growable(Uint8Array);
-  addr = new Growable(Float64Array);
-  sizeBytes = new Growable(Float64Array);
-  streamRaw = new Growable(Float64Array);
-  stream = new Growable(Int32Array);
-  timeUs = new Growable(Float64Array);
-  stack = new Growable(Int32Array);
-  deviceFreeBytes = new Growable(Float64Array);
-  compileContext = new Growable(Int32Array);
-  userMetadata = new Growable(Int32Array);
-  category = new Growable(Int32Array);
-  isWorkspace = new Growable(Uint8Array);
+  action = new ChunkedColumn(Uint8Array);
+  addr = new ChunkedColumn(Float64Array);
+  sizeBytes = new ChunkedColumn(Float64Array);
+  streamRaw = new ChunkedColumn(Float64Array);
+  stream = new ChunkedColumn(Int32Array);
+  timeUs = new ChunkedColumn(Float64Array);
+  stack = new ChunkedColumn(Int32Array);
+  deviceFreeBytes = new ChunkedColumn(Float64Array);
+  compileContext = new ChunkedColumn(Int32Array);
+  userMetadata = new ChunkedColumn(Int32Array);
+  category = new ChunkedColumn(Int32Array);
+  isWorkspace = new ChunkedColumn(Uint8Array);
 
   /**
    * One table per device from the given rows, in the order given. Copies column by column and frees
@@ -83,50 +98,20 @@ export class TraceColumns {
    */
   gatherAll(rowsByDevice: ArrayLike<number>[]): TraceTable[] {
     const tables = rowsByDevice.map((rows, device) => ({ device, length: rows.length }) as TraceTable);
-    const columns = [
-      "action",
-      "addr",
-      "sizeBytes",
-      "streamRaw",
-      "stream",
-      "timeUs",
-      "stack",
-      "deviceFreeBytes",
-      "compileContext",
-      "userMetadata",
-      "category",
-      "isWorkspace",
-    ] as const;
-    for (const name of columns) {
-      const g = this[name] as Growable<Float64Array | Int32Array | Uint8Array>;
-      const src = g.data;
+    for (const name of TRACE_COLUMNS) {
+      const column = this[name] as ChunkedColumn<Float64Array | Int32Array | Uint8Array>;
       rowsByDevice.forEach((rows, d) => {
-        const out = new (src.constructor as { new (n: number): typeof src })(rows.length);
-        for (let i = 0; i < rows.length; i++) out[i] = src[rows[i]];
-        (tables[d] as unknown as Record<string, unknown>)[name] = out;
+        (tables[d] as unknown as Record<string, unknown>)[name] = column.pick(rows);
       });
-      g.release();
+      column.release();
     }
     return tables;
   }
 
   finish(device: number): TraceTable {
-    return {
-      device,
-      length: this.action.length,
-      action: this.action.trim(),
-      addr: this.addr.trim(),
-      sizeBytes: this.sizeBytes.trim(),
-      streamRaw: this.streamRaw.trim(),
-      stream: this.stream.trim(),
-      timeUs: this.timeUs.trim(),
-      stack: this.stack.trim(),
-      deviceFreeBytes: this.deviceFreeBytes.trim(),
-      compileContext: this.compileContext.trim(),
-      userMetadata: this.userMetadata.trim(),
-      category: this.category.trim(),
-      isWorkspace: this.isWorkspace.trim(),
-    };
+    const table = { device, length: this.action.length } as TraceTable;
+    for (const name of TRACE_COLUMNS) (table as unknown as Record<string, unknown>)[name] = this[name].all();
+    return table;
   }
 }
 

@@ -35,3 +35,54 @@ export class Growable<T extends TypedArray> {
     return this.data.slice(0, this.length) as T;
   }
 }
+
+const CHUNK_SHIFT = 16;
+const CHUNK_ROWS = 1 << CHUNK_SHIFT;
+const CHUNK_MASK = CHUNK_ROWS - 1;
+
+/**
+ * An append-only column kept as fixed 64K-row chunks: growing never copies or abandons a buffer, so a
+ * multi-million-row trace leaves no trail of discarded arrays for the garbage collector to catch up on.
+ */
+export class ChunkedColumn<T extends TypedArray> {
+  private chunks: T[] = [];
+  length = 0;
+  private readonly ctor: TypedArrayCtor<T>;
+
+  constructor(ctor: TypedArrayCtor<T>) {
+    this.ctor = ctor;
+  }
+
+  push(value: number): void {
+    const i = this.length & CHUNK_MASK;
+    if (i === 0) this.chunks.push(new this.ctor(CHUNK_ROWS));
+    this.chunks[this.chunks.length - 1][i] = value;
+    this.length++;
+  }
+
+  /** A new array holding the given rows, in the order given. */
+  pick(rows: ArrayLike<number>): T {
+    const out = new this.ctor(rows.length);
+    const chunks = this.chunks;
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i];
+      out[i] = chunks[r >>> CHUNK_SHIFT][r & CHUNK_MASK];
+    }
+    return out;
+  }
+
+  /** Every row, in order. */
+  all(): T {
+    const out = new this.ctor(this.length);
+    this.chunks.forEach((c, k) => {
+      const n = Math.min(CHUNK_ROWS, this.length - k * CHUNK_ROWS);
+      out.set((n === CHUNK_ROWS ? c : c.subarray(0, n)) as never, k * CHUNK_ROWS);
+    });
+    return out;
+  }
+
+  release(): void {
+    this.chunks = [];
+    this.length = 0;
+  }
+}
