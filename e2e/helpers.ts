@@ -1,0 +1,95 @@
+// Shared e2e helpers: open files the way a user does (drop or picker), wait on the page's idle signal,
+// run the memscope CLI for independent expected values, and collect console errors.
+
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { basename, resolve } from "node:path";
+import { expect, type Page } from "@playwright/test";
+
+export const ROOT = resolve(import.meta.dirname, "..");
+export const REAL = resolve(ROOT, "../shared/fixtures/real");
+export const real = (name: string) => resolve(REAL, name);
+
+/** Runs `memscope <args>` (the Node CLI on the same core) and parses its JSON output. */
+export function cli(args: string[]): { code: number; json: any; stderr: string } {
+  const r = spawnSync(process.execPath, [resolve(ROOT, "bin/memscope.mjs"), ...args], {
+    cwd: ROOT,
+    encoding: "utf8",
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  let json: any = null;
+  try {
+    json = JSON.parse(r.stdout);
+  } catch {
+    json = null;
+  }
+  return { code: r.status ?? -1, json, stderr: r.stderr };
+}
+
+/** Drops a file on the page with a real DataTransfer carrying the file's bytes. */
+export async function dropFile(page: Page, path: string, bytes?: Buffer): Promise<void> {
+  const data = bytes ?? readFileSync(path);
+  await page.evaluate(
+    async ({ b64, name }) => {
+      const bin = atob(b64);
+      const arr = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) arr[i] = bin.charCodeAt(i);
+      const file = new File([arr], name, { type: "application/octet-stream" });
+      const dt = new DataTransfer();
+      dt.items.add(file);
+      const target = document.querySelector("main") ?? document.body;
+      for (const type of ["dragenter", "dragover", "drop"]) {
+        target.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+      }
+    },
+    { b64: data.toString("base64"), name: basename(path) },
+  );
+}
+
+/**
+ * Waits until the page says it finished (body[data-state] is ready, error or empty and no worker request
+ * is in flight), then checks the state is one of `states`; a wrong state fails with the page's error text.
+ */
+export async function waitIdle(page: Page, states: string[] = ["ready"]): Promise<string> {
+  const handle = await page.waitForFunction(
+    () => {
+      const b = document.body;
+      const s = b.dataset.state ?? "";
+      return (s === "ready" || s === "error" || s === "empty") && b.dataset.busy === "0" ? s : null;
+    },
+    undefined,
+    { timeout: 60_000 },
+  );
+  const state = (await handle.jsonValue()) as string;
+  if (!states.includes(state)) {
+    const err = await page
+      .locator("[data-testid=error-message]")
+      .textContent()
+      .catch(() => null);
+    throw new Error(`page state is ${state}, expected ${states.join(" or ")}${err ? `: ${err}` : ""}`);
+  }
+  return state;
+}
+
+/** Collects console errors and uncaught exceptions; assert it stays empty at the end of a test. */
+export function watchConsole(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  page.on("pageerror", (e) => errors.push(String(e)));
+  return errors;
+}
+
+/** Records every request the page makes (to prove nothing leaves the machine). */
+export function watchRequests(page: Page): string[] {
+  const urls: string[] = [];
+  page.on("request", (r) => urls.push(r.url()));
+  return urls;
+}
+
+export async function numberOf(page: Page, testId: string): Promise<number> {
+  const v = await page.getByTestId(testId).getAttribute("data-value");
+  expect(v, `data-value of ${testId}`).not.toBeNull();
+  return Number(v);
+}

@@ -1,0 +1,113 @@
+// M4: the segment/block map at the timeline's moment. Snapshot by default; jump to the peak or the OOM;
+// arrow keys step events; hover shows a block and its stack; an empty stack explains itself.
+
+import { expect, type Page, test } from "@playwright/test";
+import { cli, dropFile, real, waitIdle, watchConsole } from "./helpers";
+
+async function open(page: Page, file: string) {
+  await page.goto("./");
+  await dropFile(page, real(file));
+  await waitIdle(page);
+}
+
+const statBytes = async (page: Page, label: string) => {
+  const stats = page.getByTestId("map-stats");
+  const el = stats.locator(`[data-bytes]`).nth(["reserved", "allocated"].indexOf(label));
+  return Number(await el.getAttribute("data-bytes"));
+};
+
+test.describe("segment map", () => {
+  test("at the snapshot: every segment, totals equal the report", async ({ page }) => {
+    const errors = watchConsole(page);
+    const file = "volcengine__verl__mem.pickle";
+    const { json: report } = cli(["report", real(file), "--json"]);
+    const inspect = cli(["inspect", real(file), "--json"]).json;
+    await open(page, file);
+    const map = page.getByTestId("segment-map");
+    await expect(map).toHaveAttribute("data-event", "snapshot");
+    await expect(page.getByTestId("map-stats")).toContainText(`${inspect.devices[0].segments} segments`);
+    expect(await statBytes(page, "reserved")).toBe(report.devices[0].reservedBytes);
+    // Allocated blocks sum to the allocated total (less reconciliation, none in this file).
+    expect(await statBytes(page, "allocated")).toBe(
+      report.devices[0].allocatedBytes - report.devices[0].reconciliationBytes,
+    );
+    // Private pools are named in the legend.
+    await expect(map).toContainText("private pool");
+    expect(errors).toEqual([]);
+  });
+
+  test("jump to peak shows the peak's state; arrow keys step events", async ({ page }) => {
+    await open(page, "ZidongLiu__DeComFL__memory.pickle");
+    const peak = Number(await page.getByTestId("peak-bytes").getAttribute("data-value"));
+    await page.getByTestId("jump-peak").click();
+    await waitIdle(page);
+    const map = page.getByTestId("segment-map");
+    const ev = Number(await map.getAttribute("data-event"));
+    expect(ev).toBeGreaterThan(0);
+    await expect(map).toContainText("(the peak)");
+    expect(await statBytes(page, "allocated")).toBe(peak);
+    await page.keyboard.press("ArrowLeft");
+    await waitIdle(page);
+    await expect(map).toHaveAttribute("data-event", String(ev - 1));
+    await page.keyboard.press("ArrowRight");
+    await page.keyboard.press("ArrowRight");
+    await waitIdle(page);
+    await expect(map).toHaveAttribute("data-event", String(ev + 1));
+  });
+
+  test("jump to OOM", async ({ page }) => {
+    await open(page, "Nesta-gitU__discrete_diffusion__memory_snapshot.json");
+    await page.getByTestId("jump-oom").click();
+    await waitIdle(page);
+    const ev = Number(await page.getByTestId("segment-map").getAttribute("data-event"));
+    expect(ev).toBeGreaterThan(0);
+    await expect(page.getByTestId("pinned")).toContainText(`after event #${ev.toLocaleString("en-US")}`);
+  });
+
+  test("hover shows the block and its stack; click keeps it", async ({ page }) => {
+    const errors = watchConsole(page);
+    await open(page, "ZidongLiu__DeComFL__memory.pickle");
+    await page.getByTestId("segment-map-canvas").scrollIntoViewIfNeeded();
+    const box = (await page.getByTestId("segment-map-canvas").boundingBox())!;
+    const tip = page.getByTestId("map-tooltip");
+    let found = false;
+    for (let fx = 0.05; fx < 0.95 && !found; fx += 0.05) {
+      await page.mouse.move(box.x + box.width * fx, box.y + 15);
+      await waitIdle(page);
+      found = (await tip.count()) > 0 && (await tip.textContent())!.includes("call site");
+    }
+    expect(found).toBe(true);
+    await expect(tip).toContainText("Segment 0x");
+    await expect(tip).toContainText("Block 0x");
+    await page.mouse.down();
+    await page.mouse.up();
+    await waitIdle(page);
+    const detail = page.getByTestId("block-detail");
+    await expect(detail).toBeVisible();
+    await expect(detail).toContainText("call site");
+    expect(errors).toEqual([]);
+  });
+
+  test("a file with no stacks says why instead of showing nothing", async ({ page }) => {
+    await open(page, "Muduard__LayoutEditing__33ade60d__dump_snapshot.pickle");
+    await expect(page.getByTestId("timeline-empty")).toContainText("No trace for this device");
+    await page.getByTestId("segment-map-canvas").scrollIntoViewIfNeeded();
+    const box = (await page.getByTestId("segment-map-canvas").boundingBox())!;
+    const tip = page.getByTestId("map-tooltip");
+    let text = "";
+    for (let fx = 0.02; fx < 0.98; fx += 0.04) {
+      await page.mouse.move(box.x + box.width * fx, box.y + 15);
+      await waitIdle(page);
+      text = (await tip.count()) > 0 ? ((await tip.textContent()) ?? "") : "";
+      if (text.includes("No stacks")) break;
+    }
+    expect(text).toContain("No stacks anywhere in this file");
+  });
+
+  test("colour by state", async ({ page }) => {
+    await open(page, "volcengine__verl__mem.pickle");
+    await page.getByRole("button", { name: "State", exact: true }).click();
+    await waitIdle(page);
+    await expect(page.getByTestId("segment-map")).toContainText("pending free");
+  });
+});

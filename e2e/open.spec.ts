@@ -1,0 +1,181 @@
+// M1: opening files. Drop, pick, demo; the summary's numbers equal `memscope inspect --json` on the
+// same file; the reader's exact error for a broken file; the page stays usable; no console errors.
+
+import { readFileSync } from "node:fs";
+import { expect, test } from "@playwright/test";
+import { cli, dropFile, numberOf, ROOT, real, waitIdle, watchConsole, watchRequests } from "./helpers";
+import { writeBigPickle } from "./synth";
+
+const FILES = [
+  "Constructor-Sun__code_location__memory_snapshot.pickle",
+  "Muduard__LayoutEditing__memory_snapshot.pkl",
+  "Nesta-gitU__discrete_diffusion__memory_snapshot.json",
+];
+
+async function expectSummaryEqualsInspect(page: import("@playwright/test").Page, file: string) {
+  const inspect = cli(["inspect", real(file), "--json"]);
+  expect(inspect.code, inspect.stderr).toBe(0);
+  const want = inspect.json;
+  await expect(page.getByTestId("summary-file")).toHaveText(file);
+  await expect(page.getByTestId("summary-format")).toHaveText(want.format);
+  await expect(page.getByTestId("summary-protocol")).toHaveText(String(want.pickleProtocol ?? "none"));
+  expect(await numberOf(page, "summary-segments")).toBe(want.segments);
+  expect(await numberOf(page, "summary-blocks")).toBe(want.blocks);
+  expect(await numberOf(page, "summary-trace-entries")).toBe(want.traceEntries);
+  const rows = page.getByTestId("summary-devices").locator("tbody tr[data-device]");
+  await expect(rows).toHaveCount(want.devices.length);
+  for (const d of want.devices) {
+    const row = page.getByTestId(`summary-device-${d.device}`);
+    const cell = async (field: string) =>
+      Number(await row.locator(`[data-field="${field}"]`).getAttribute("data-value"));
+    expect(await cell("segments"), `device ${d.device} segments`).toBe(d.segments);
+    expect(await cell("blocks"), `device ${d.device} blocks`).toBe(d.blocks);
+    expect(await cell("traceEntries"), `device ${d.device} trace entries`).toBe(d.traceEntries);
+    expect(await cell("reserved"), `device ${d.device} reserved`).toBe(d.reservedBytes);
+    expect(await cell("allocated"), `device ${d.device} allocated`).toBe(d.allocatedBytes);
+    expect(await cell("active"), `device ${d.device} active`).toBe(d.activeBytes);
+  }
+  await expect(page).toHaveTitle(new RegExp(file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
+}
+
+test.describe("opening a snapshot", () => {
+  for (const file of FILES) {
+    test(`drop ${file}: summary equals memscope inspect`, async ({ page }) => {
+      const errors = watchConsole(page);
+      await page.goto("./");
+      await dropFile(page, real(file));
+      await waitIdle(page);
+      await expectSummaryEqualsInspect(page, file);
+      expect(errors).toEqual([]);
+    });
+  }
+
+  test("pick a file with the button's input", async ({ page }) => {
+    const errors = watchConsole(page);
+    const file = "ZidongLiu__DeComFL__memory.pickle";
+    await page.goto("./");
+    await page.getByTestId("file-input").setInputFiles(real(file));
+    await waitIdle(page);
+    await expectSummaryEqualsInspect(page, file);
+    expect(errors).toEqual([]);
+  });
+
+  test("a truncated file shows the reader's exact message, then the next file opens", async ({
+    page,
+  }, info) => {
+    const errors = watchConsole(page);
+    const source = real("Constructor-Sun__code_location__memory_snapshot.pickle");
+    const cut = readFileSync(source).subarray(0, 5000);
+    const truncatedPath = info.outputPath("truncated.pickle");
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(truncatedPath, cut);
+    const expected = cli(["inspect", truncatedPath, "--json"]);
+    expect(expected.code).toBe(1);
+    const message = expected.stderr.trim().replace(/^memscope: /, "");
+    expect(message).toContain("truncated");
+
+    await page.goto("./");
+    await dropFile(page, truncatedPath, cut);
+    expect(await waitIdle(page, ["error"])).toBe("error");
+    await expect(page.getByTestId("error-message")).toHaveText(message);
+
+    // The page is still usable: the next file opens normally and the error goes away.
+    const next = "jogregoire__How-Diffusion-Models-Work__my_snapshot.pickle";
+    await dropFile(page, real(next));
+    await waitIdle(page);
+    await expect(page.getByTestId("error")).toHaveCount(0);
+    await expectSummaryEqualsInspect(page, next);
+    expect(errors).toEqual([]);
+  });
+
+  test("a file that is not a snapshot says what it is", async ({ page }, info) => {
+    const errors = watchConsole(page);
+    const path = info.outputPath("notes.pickle");
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(path, "hello, this is not a pickle\n");
+    const expected = cli(["inspect", path, "--json"]);
+    expect(expected.code).toBe(1);
+    await page.goto("./");
+    await dropFile(page, path);
+    await waitIdle(page, ["error"]);
+    await expect(page.getByTestId("error-message")).toHaveText(
+      expected.stderr.trim().replace(/^memscope: /, ""),
+    );
+    expect(errors).toEqual([]);
+  });
+
+  test("the page requests nothing but its own assets", async ({ page, baseURL }) => {
+    const urls = watchRequests(page);
+    await page.goto("./");
+    await dropFile(page, real("drisspg__transformer_nuggets__mini_snapshot.pickle"));
+    await waitIdle(page);
+    const foreign = urls.filter(
+      (u) => !u.startsWith(baseURL!) && !u.startsWith("data:") && !u.startsWith("blob:"),
+    );
+    expect(foreign).toEqual([]);
+  });
+
+  test("the demo opens from the same origin", async ({ page, baseURL }) => {
+    const errors = watchConsole(page);
+    const urls = watchRequests(page);
+    await page.goto("./");
+    await page.getByRole("button", { name: "Open demo" }).click();
+    await waitIdle(page);
+    await expect(page.getByTestId("summary-file")).toHaveText("demo.pickle");
+    expect(await numberOf(page, "summary-segments")).toBeGreaterThan(0);
+    expect(urls).toContain(`${baseURL}demo.pickle`);
+    expect(errors).toEqual([]);
+  });
+});
+
+test.describe("a large file", () => {
+  // 3,000,000 trace entries, ~177 MB: slow enough to cancel, large enough to show the worker keeps up.
+  const big = `${ROOT}/test-results/e2e-big.pickle`;
+  test.beforeAll(async () => {
+    const { existsSync, statSync } = await import("node:fs");
+    if (!existsSync(big) || statSync(big).size < 170e6) await writeBigPickle(big, 3_000_000);
+  });
+
+  test("progress shows phase, percent and MB/s; Cancel leaves a usable page", async ({ page }) => {
+    const errors = watchConsole(page);
+    await page.goto("./");
+    await page.getByTestId("file-input").setInputFiles(big);
+    await expect(page.getByTestId("progress")).toBeVisible();
+    await expect(page.getByTestId("progress-rate")).toHaveText(/^\d+ MB\/s$/);
+    await expect(page.getByTestId("progress-phase")).toHaveText(/reading|parsing|building|attributing/);
+    await expect(page.getByTestId("progress-percent")).toHaveText(/^\d+%$/);
+    await page.getByTestId("cancel").click();
+    expect(await waitIdle(page, ["empty"])).toBe("empty");
+    await expect(page.locator("body")).toHaveAttribute("data-cancelled", "1");
+    await expect(page.getByTestId("progress")).toHaveCount(0);
+    // The next file opens normally.
+    const next = "drisspg__transformer_nuggets__mini_snapshot.pickle";
+    await dropFile(page, real(next));
+    await waitIdle(page);
+    await expect(page.getByTestId("summary-file")).toHaveText(next);
+    expect(errors).toEqual([]);
+  });
+
+  test("opens completely: counts equal inspect, the timeline draws", async ({ page }) => {
+    const errors = watchConsole(page);
+    const want = cli(["inspect", big, "--json"]).json;
+    await page.goto("./");
+    const t0 = Date.now();
+    await page.getByTestId("file-input").setInputFiles(big);
+    await waitIdle(page);
+    const seconds = (Date.now() - t0) / 1000;
+    console.log(`opened ${want.traceEntries} entries (177 MB) in ${seconds.toFixed(1)} s`);
+    expect(await numberOf(page, "summary-trace-entries")).toBe(want.traceEntries);
+    await expect(page.getByTestId("timeline")).toHaveAttribute("data-axis", "time");
+    const nodes = await page.evaluate(() => document.querySelectorAll("*").length);
+    expect(nodes).toBeLessThan(2000);
+    // Zooming asks the worker for one bucket per pixel again; it answers promptly.
+    const canvas = (await page.getByTestId("timeline-canvas").boundingBox())!;
+    await page.mouse.move(canvas.x + canvas.width / 2, canvas.y + 100);
+    const z0 = Date.now();
+    await page.mouse.wheel(0, -400);
+    await waitIdle(page);
+    expect(Date.now() - z0).toBeLessThan(3000);
+    expect(errors).toEqual([]);
+  });
+});

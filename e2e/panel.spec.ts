@@ -1,0 +1,167 @@
+// M2: the side panel. Every number equals `memscope report --json` on the same file (totals, categories,
+// checks, top call sites), per device; a counters sidecar dropped with the snapshot drives the counter
+// checks exactly as `--counters` does; the peak-vs-snapshot gap is flagged beyond 2%.
+
+import { writeFileSync } from "node:fs";
+import { expect, type Page, test } from "@playwright/test";
+import { cli, dropFile, real, waitIdle, watchConsole } from "./helpers";
+
+async function expectPanelEqualsReport(page: Page, report: any, device: number) {
+  const dev = report.devices.find((d: any) => d.device === device);
+  expect(dev, `device ${device} in the report`).toBeTruthy();
+  const value = async (testId: string) => Number(await page.getByTestId(testId).getAttribute("data-value"));
+  expect(await value("total-reserved")).toBe(dev.reservedBytes);
+  expect(await value("total-active")).toBe(dev.activeBytes);
+  expect(await value("total-allocated")).toBe(dev.allocatedBytes);
+  if (dev.requestedBytes !== null) expect(await value("total-requested")).toBe(dev.requestedBytes);
+  // Categories: every category, bytes equal.
+  const cats = page.getByTestId("categories").locator("tbody tr[data-category]");
+  await expect(cats).toHaveCount(Object.keys(dev.categories).length);
+  for (const [name, bytes] of Object.entries(dev.categories)) {
+    const row = page.getByTestId("categories").locator(`tr[data-category="${name}"]`);
+    expect(Number(await row.getAttribute("data-value")), `category ${name}`).toBe(bytes);
+  }
+  // Checks: same ids, statuses and details (the details carry both numbers).
+  const checks = page.getByTestId("checks").locator("[data-check]:not([data-check=trace-replay])");
+  await expect(checks).toHaveCount(report.checks.length);
+  for (const c of report.checks) {
+    const el = page.getByTestId("checks").locator(`[data-check="${c.id}"]`);
+    await expect(el).toHaveAttribute("data-status", c.status);
+    await expect(el.locator(".why")).toHaveText(c.detail);
+  }
+  // Top call sites: same order, sites and bytes.
+  const sites = page.getByTestId("call-sites").locator("button[data-site]");
+  await expect(sites).toHaveCount(report.topCallSites.length);
+  for (let i = 0; i < report.topCallSites.length; i++) {
+    const s = report.topCallSites[i];
+    await expect(sites.nth(i)).toHaveAttribute("data-site", s.site);
+    expect(Number(await sites.nth(i).getAttribute("data-bytes"))).toBe(s.bytes);
+  }
+}
+
+test.describe("side panel", () => {
+  test("numbers equal memscope report --json, on every device", async ({ page }) => {
+    const errors = watchConsole(page);
+    const file = "Constructor-Sun__code_location__memory_snapshot.pickle";
+    const { json: report, code } = cli(["report", real(file), "--json"]);
+    expect([0, 2]).toContain(code);
+    await page.goto("./");
+    await dropFile(page, real(file));
+    await waitIdle(page);
+    await expectPanelEqualsReport(page, report, 0);
+    // The device selector switches every number to that device.
+    for (const d of [1, 2]) {
+      await page.getByTestId("device-select").selectOption(String(d));
+      await waitIdle(page);
+      await expect(page.getByRole("heading", { name: `Memory at the snapshot — device ${d}` })).toBeVisible();
+      await expectPanelEqualsReport(page, report, d);
+    }
+    expect(errors).toEqual([]);
+  });
+
+  for (const file of [
+    "volcengine__verl__mem.pickle",
+    "facebookresearch__mosaic__output.pickle",
+    "Yiyi-philosophy__LLM-inference__oom_snapshot.pickle",
+  ]) {
+    test(`${file}: panel equals the report (failing checks, pools, torch 2.0 layout)`, async ({ page }) => {
+      const errors = watchConsole(page);
+      const { json: report } = cli(["report", real(file), "--json"]);
+      await page.goto("./");
+      await dropFile(page, real(file));
+      await waitIdle(page);
+      await expectPanelEqualsReport(page, report, report.devices[0]?.device ?? 0);
+      expect(errors).toEqual([]);
+    });
+  }
+
+  test("a counters sidecar dropped with the snapshot drives the counter checks like --counters", async ({
+    page,
+  }, info) => {
+    const errors = watchConsole(page);
+    const file = "ZidongLiu__DeComFL__memory.pickle";
+    const plain = cli(["report", real(file), "--json"]).json;
+    const dev = plain.devices[0];
+    // A sidecar that agrees on reserved and disagrees on allocated (one check passes, one fails).
+    const sidecar = {
+      memory_allocated: dev.allocatedBytes + 64 * 1024 * 1024,
+      memory_reserved: dev.reservedBytes,
+      max_memory_allocated: dev.allocatedBytes * 2,
+      max_memory_reserved: dev.reservedBytes,
+      device: dev.device,
+    };
+    const path = info.outputPath(`${file}.counters.json`);
+    writeFileSync(path, JSON.stringify(sidecar));
+    const withCounters = cli(["report", real(file), "--counters", path, "--json"]);
+    expect(withCounters.code).toBe(2);
+    const statuses = withCounters.json.checks.map((c: any) => c.status);
+    expect(statuses).toContain("fail");
+    expect(statuses).toContain("pass");
+
+    await page.goto("./");
+    await page.getByTestId("file-input").setInputFiles([real(file), path]);
+    await waitIdle(page);
+    await expect(page.getByTestId("checks")).toContainText(`${file}.counters.json`);
+    await expectPanelEqualsReport(page, withCounters.json, dev.device);
+    // Peak from the counters (max_memory_allocated), far above the snapshot: flagged.
+    await expect(page.getByTestId("peak-gap")).toHaveAttribute("data-flagged", "1");
+    expect(Number(await page.getByTestId("peak-bytes").getAttribute("data-value"))).toBe(
+      sidecar.max_memory_allocated,
+    );
+    expect(errors).toEqual([]);
+  });
+
+  test("peak vs snapshot: the replayed peak, the gap flagged in red beyond 2%", async ({ page }) => {
+    const errors = watchConsole(page);
+    const file = "ZidongLiu__DeComFL__memory.pickle";
+    const { json: report } = cli(["report", real(file), "--json"]);
+    await page.goto("./");
+    await dropFile(page, real(file));
+    await waitIdle(page);
+    const gap = page.getByTestId("peak-gap");
+    const peak = Number(await page.getByTestId("peak-bytes").getAttribute("data-value"));
+    const snap = Number(await page.getByTestId("snapshot-bytes").getAttribute("data-value"));
+    expect(snap).toBe(report.devices[0].allocatedBytes);
+    if (report.peak) expect(peak).toBe(report.peak.bytes ?? report.peak.allocatedBytes);
+    expect(peak).toBeGreaterThan(snap);
+    const flagged = (peak - snap) / peak > 0.02;
+    await expect(gap).toHaveAttribute("data-flagged", flagged ? "1" : "0");
+    if (flagged) {
+      const color = await gap.locator(".gap-flag strong").evaluate((e) => getComputedStyle(e).color);
+      expect(color).toBe("rgb(198, 40, 40)");
+    }
+    // The peak's composition sums to the peak; the snapshot's to the snapshot.
+    const rows = gap.locator("tr[data-category]");
+    let sumPeak = 0;
+    let sumSnap = 0;
+    for (let i = 0; i < (await rows.count()); i++) {
+      sumPeak += Number(await rows.nth(i).locator("[data-field=peak]").getAttribute("data-value"));
+      sumSnap += Number(await rows.nth(i).locator("[data-field=snapshot]").getAttribute("data-value"));
+    }
+    expect(sumPeak).toBe(peak);
+    expect(sumSnap).toBe(snap - report.devices[0].reconciliationBytes);
+    expect(errors).toEqual([]);
+  });
+
+  test("a truncated ring buffer is announced", async ({ page }) => {
+    await page.goto("./");
+    await dropFile(page, real("Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle"));
+    await waitIdle(page);
+    await expect(page.getByTestId("truncation")).toContainText("frees are of allocations made before it");
+  });
+
+  test("clicking a call site highlights it", async ({ page }) => {
+    const file = "Nesta-gitU__discrete_diffusion__memory_snapshot.json";
+    const { json: report } = cli(["report", real(file), "--json"]);
+    await page.goto("./");
+    await dropFile(page, real(file));
+    await waitIdle(page);
+    const first = page.getByTestId("call-sites").locator("button[data-site]").first();
+    await first.click();
+    await waitIdle(page);
+    await expect(first).toHaveAttribute("aria-pressed", "true");
+    await expect(page.getByTestId("call-sites")).toContainText(`Highlighting ${report.topCallSites[0].site}`);
+    const highlighted = Number(await page.getByTestId("segment-map").getAttribute("data-highlighted"));
+    expect(highlighted).toBeGreaterThanOrEqual(report.topCallSites[0].blocks);
+  });
+});

@@ -1,0 +1,84 @@
+// Screenshots for looking at the page (DPR 1, 1400x900) into /tmp/shots/. Runs only with SHOTS=1.
+
+import { mkdirSync } from "node:fs";
+import { expect, test } from "@playwright/test";
+import { dropFile, real, waitIdle, watchConsole } from "./helpers";
+
+const DIR = process.env.SHOTS_DIR ?? "/tmp/shots";
+const FILES = (process.env.SHOTS_FILES ?? "Constructor-Sun__code_location__memory_snapshot.pickle").split(
+  ",",
+);
+
+test.describe("screenshots", () => {
+  test.skip(!process.env.SHOTS, "set SHOTS=1 to take screenshots");
+
+  test("demo", async ({ page }) => {
+    mkdirSync(DIR, { recursive: true });
+    await page.goto("./");
+    await page.getByRole("button", { name: "Open demo" }).click();
+    await waitIdle(page);
+    await page.screenshot({ path: `${DIR}/demo.png` });
+    await page.screenshot({ path: `${DIR}/demo-full.png`, fullPage: true });
+  });
+
+  test("empty page", async ({ page }) => {
+    mkdirSync(DIR, { recursive: true });
+    await page.goto("./");
+    await expect(page.getByRole("heading", { level: 1 })).toBeVisible();
+    await page.screenshot({ path: `${DIR}/empty.png` });
+  });
+
+  for (const file of FILES) {
+    test(`file ${file}`, async ({ page }) => {
+      mkdirSync(DIR, { recursive: true });
+      const errors = watchConsole(page);
+      await page.goto("./");
+      await dropFile(page, real(file));
+      await waitIdle(page, ["ready", "error"]);
+      const stem = file.replace(/\.[^.]+$/, "").slice(0, 40);
+      await page.screenshot({ path: `${DIR}/${stem}.png` });
+      await page.screenshot({ path: `${DIR}/${stem}-full.png`, fullPage: true });
+      expect(errors).toEqual([]);
+    });
+  }
+});
+
+test.describe("screenshots of interactions", () => {
+  test.skip(!process.env.SHOTS, "set SHOTS=1 to take screenshots");
+
+  test("allocation bands, hover, pinned peak, dark mode", async ({ page, browser }) => {
+    mkdirSync(DIR, { recursive: true });
+    const errors = watchConsole(page);
+    await page.goto("./");
+    await dropFile(page, real("Nesta-gitU__discrete_diffusion__memory_snapshot.json"));
+    await waitIdle(page);
+    await page.getByTestId("mode-allocations").click();
+    await waitIdle(page);
+    const c = (await page.getByTestId("timeline-canvas").boundingBox())!;
+    await page.mouse.move(c.x + c.width * 0.8, c.y + c.height * 0.45);
+    await waitIdle(page);
+    await page.screenshot({ path: `${DIR}/bands-hover.png` });
+    await page.mouse.move(c.x + c.width * 0.5, c.y + c.height * 0.6);
+    await page.getByTestId("mode-stacked").click();
+    await waitIdle(page);
+    await page.mouse.move(c.x + c.width * 0.7, c.y + c.height * 0.5);
+    await waitIdle(page);
+    await page.screenshot({ path: `${DIR}/stacked-hover.png` });
+    await page.getByTestId("jump-peak").click();
+    await waitIdle(page);
+    const m = page.getByTestId("segment-map-canvas");
+    await m.scrollIntoViewIfNeeded();
+    const mb = (await m.boundingBox())!;
+    await page.mouse.move(mb.x + mb.width * 0.3, mb.y + 15);
+    await waitIdle(page);
+    await page.screenshot({ path: `${DIR}/map-peak-hover.png` });
+    expect(errors).toEqual([]);
+
+    const dark = await browser.newPage({ colorScheme: "dark", viewport: { width: 1400, height: 900 } });
+    await dark.goto("./");
+    await dropFile(dark, real("ZidongLiu__DeComFL__memory.pickle"));
+    await waitIdle(dark);
+    await dark.screenshot({ path: `${DIR}/dark.png` });
+    await dark.close();
+  });
+});

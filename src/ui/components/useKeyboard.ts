@@ -1,0 +1,45 @@
+// Page-wide keys: ←/→ step the pinned event (the moment the segment map shows), +/− zoom the timeline
+// around its centre, 0 resets the zoom, Esc cancels a load or unpins. Keys typed into inputs are ignored.
+
+import { useEffect } from "react";
+import { fullView, useStore } from "../state/store";
+
+export function useKeyboard(): void {
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const t = e.target as HTMLElement | null;
+      if (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA")) return;
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      const s = useStore.getState();
+      if (e.key === "Escape") {
+        if (s.status === "loading") s.cancel();
+        else if (s.highlightSite) s.setHighlightSite(null);
+        else s.pin(null);
+        return;
+      }
+      const replay = s.panel?.replay;
+      if (!replay || replay.events === 0) return;
+      if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
+        e.preventDefault();
+        const step = (e.shiftKey ? 100 : 1) * (e.key === "ArrowRight" ? 1 : -1);
+        const current = s.pinnedEvent ?? replay.events - 1;
+        s.pin(Math.max(0, Math.min(replay.events - 1, current + step)));
+        return;
+      }
+      const v = s.view;
+      if (!v) return;
+      if (e.key === "+" || e.key === "=" || e.key === "-" || e.key === "_") {
+        e.preventDefault();
+        const k = e.key === "+" || e.key === "=" ? 0.5 : 2;
+        const mid = (v.x0 + v.x1) / 2;
+        const half = ((v.x1 - v.x0) / 2) * k;
+        s.setView({ ...v, x0: mid - half, x1: mid + half });
+      } else if (e.key === "0") {
+        const full = fullView(s.panel, v.axis);
+        if (full) s.setView(full);
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, []);
+}

@@ -1,0 +1,470 @@
+// The side panel for the selected device: totals from the segment fields, the peak against the snapshot
+// (flagged beyond 2%), categories with colour keys, the consistency checks, the ring-buffer notice and
+// the top call sites. Every number is read from the core report (what `memscope report --json` prints).
+
+import { useRef, useState } from "react";
+import type { PanelAnswer, ReportJson } from "../../../../workers/api";
+import { Bytes } from "../../components/Bytes";
+import { formatBytes, formatCount, formatPercent } from "../../format";
+import { ask } from "../../state/client";
+import { useStore } from "../../state/store";
+
+const PEAK_TOLERANCE = 0.02;
+
+export function SidePanel() {
+  const panel = useStore((s) => s.panel);
+  const device = useStore((s) => s.device);
+  if (!panel) {
+    return (
+      <aside className="side-panel" aria-label="Analysis">
+        <section className="card">
+          <p className="muted">Analysing device {device}…</p>
+        </section>
+      </aside>
+    );
+  }
+  const report = panel.report;
+  const dev = report?.devices.find((d) => d.device === device) ?? null;
+  return (
+    <aside className="side-panel" aria-label="Analysis" data-testid="side-panel">
+      {panel.errors.length > 0 && (
+        <section className="card">
+          {panel.errors.map((e) => (
+            <p key={e} className="status-fail">
+              {e}
+            </p>
+          ))}
+        </section>
+      )}
+      {report && <Totals report={report} device={device} />}
+      <OomCard panel={panel} />
+      <PeakGap panel={panel} />
+      {dev && (
+        <Categories categories={dev.categories} allocated={dev.allocatedBytes} title={`device ${device}`} />
+      )}
+      {report && <Checks report={report} panel={panel} />}
+      {panel.replay?.truncationNote && (
+        <section className="card notice" data-testid="truncation">
+          <h2>Trace is incomplete</h2>
+          <p className="small">{panel.replay.truncationNote}</p>
+        </section>
+      )}
+      {report && <CallSites report={report} />}
+      {report && (report.notes.length > 0 || report.noStackReasons.length > 0) && (
+        <section className="card" aria-labelledby="notes-title">
+          <h2 id="notes-title">Notes</h2>
+          <ul className="notes">
+            {report.notes.map((n) => (
+              <li key={n}>{n}</li>
+            ))}
+            {report.noStackReasons.length > 0 && (
+              <li>
+                Some blocks have no stack. Most likely:{" "}
+                {report.noStackReasons.map((n, i) => (
+                  <span key={n}>
+                    {i > 0 ? "; " : ""}
+                    {n}
+                  </span>
+                ))}
+              </li>
+            )}
+          </ul>
+        </section>
+      )}
+    </aside>
+  );
+}
+
+function Totals({ report, device }: { report: ReportJson; device: number }) {
+  const dev = report.devices.find((d) => d.device === device);
+  const rows: [string, string, number | null | undefined, string][] = [
+    [
+      "Reserved",
+      "reserved",
+      dev?.reservedBytes,
+      "Σ segment total_size: what the caching allocator holds from the device",
+    ],
+    ["Active", "active", dev?.activeBytes, "Σ segment active_size: allocated + pending free"],
+    [
+      "Allocated",
+      "allocated",
+      dev?.allocatedBytes,
+      "Σ segment allocated_size: live tensors (rounded block sizes)",
+    ],
+    [
+      "Requested",
+      "requested",
+      dev?.requestedBytes,
+      "Σ segment requested_size: what the program asked for (unrounded)",
+    ],
+  ];
+  return (
+    <section className="card" aria-labelledby="totals-title" data-testid="totals">
+      <h2 id="totals-title">Memory at the snapshot — device {device}</h2>
+      {!dev ? (
+        <p className="muted small">Device {device} holds no segments at the snapshot.</p>
+      ) : (
+        <table className="num-table">
+          <tbody>
+            {rows.map(([label, key, v, help]) => (
+              <tr key={key} data-testid={`total-${key}`} data-value={v ?? ""}>
+                <th scope="row" title={help}>
+                  {label}
+                </th>
+                <td className="big-number">{v === null || v === undefined ? "—" : <Bytes value={v} />}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {report.devices.length > 1 && (
+        <p className="small muted" data-testid="totals-all" data-reserved={report.totals.reservedBytes}>
+          All {report.devices.length} devices: reserved <Bytes value={report.totals.reservedBytes} />,
+          allocated <Bytes value={report.totals.allocatedBytes} />.
+        </p>
+      )}
+    </section>
+  );
+}
+
+function OomCard({ panel }: { panel: PanelAnswer }) {
+  const ooms = panel.replayReport?.timeline.oom.filter((o) => o.device === panel.device) ?? [];
+  if (ooms.length === 0) return null;
+  return (
+    <section className="card" aria-labelledby="oom-title" data-testid="oom">
+      <h2 id="oom-title" className="status-fail">
+        Out of memory on device {panel.device}
+      </h2>
+      {ooms.map((o) => (
+        <div key={o.eventIndex} className="gap-flag">
+          <div>
+            At event #{formatCount(o.eventIndex)}: {o.message}.
+          </div>
+          <button type="button" onClick={() => useStore.getState().pin(o.eventIndex)}>
+            Show this moment in the segment map
+          </button>
+        </div>
+      ))}
+    </section>
+  );
+}
+
+function PeakGap({ panel }: { panel: PanelAnswer }) {
+  const colors = useStore((s) => s.colors);
+  const r = panel.replay;
+  const report = panel.report;
+  const dev = report?.devices.find((d) => d.device === panel.device) ?? null;
+  const rr = panel.replayReport;
+  const countersPeak =
+    rr?.peak?.source === "counters" && rr.peak.device === panel.device ? rr.peak.allocatedBytes : null;
+  if (!r && countersPeak === null) {
+    return (
+      <section className="card" aria-labelledby="peak-title" data-testid="peak-gap">
+        <h2 id="peak-title">Peak vs snapshot</h2>
+        <p className="small muted">
+          No trace to replay on this device and no counters sidecar: the peak is unknown. A snapshot is one
+          instant, not the peak; drop the dump's <code>.counters.json</code> with it to compare against
+          max_memory_allocated.
+        </p>
+      </section>
+    );
+  }
+  const snapshot = dev?.allocatedBytes ?? 0;
+  const peak = countersPeak ?? r?.peakBytes ?? 0;
+  const gap = peak - snapshot;
+  const frac = peak > 0 ? gap / peak : 0;
+  const flagged = frac > PEAK_TOLERANCE;
+  const names = panel.categories.map((c) => c.name);
+  return (
+    <section
+      className="card"
+      aria-labelledby="peak-title"
+      data-testid="peak-gap"
+      data-flagged={flagged ? "1" : "0"}
+    >
+      <h2 id="peak-title">Peak vs snapshot — device {panel.device}</h2>
+      <div className={flagged ? "gap-flag" : "gap-flag ok"}>
+        {flagged ? (
+          <>
+            <strong>
+              The peak is <Bytes value={gap} testId="gap-bytes" /> ({formatPercent(frac)}) above the snapshot.
+            </strong>{" "}
+            The snapshot does not show the worst moment: look at the peak's composition.
+          </>
+        ) : (
+          <>
+            <strong>The snapshot is within {formatPercent(PEAK_TOLERANCE, 0)} of the peak</strong> (gap{" "}
+            <Bytes value={gap} testId="gap-bytes" />, {formatPercent(frac)}).
+          </>
+        )}
+      </div>
+      <table className="num-table">
+        <thead>
+          <tr>
+            <th scope="col">Category</th>
+            <th scope="col">At peak</th>
+            <th scope="col">At snapshot</th>
+          </tr>
+        </thead>
+        <tbody>
+          <tr data-testid="peak-row-total">
+            <th scope="row">allocated</th>
+            <td data-testid="peak-bytes" data-value={peak}>
+              <strong>
+                <Bytes value={peak} />
+              </strong>
+            </td>
+            <td data-testid="snapshot-bytes" data-value={snapshot}>
+              <strong>
+                <Bytes value={snapshot} />
+              </strong>
+            </td>
+          </tr>
+          {r &&
+            countersPeak === null &&
+            names.map((n, c) => {
+              const atPeak = r.peakByCategory[c] ?? 0;
+              const atSnap = dev?.categories[n] ?? 0;
+              if (atPeak === 0 && atSnap === 0) return null;
+              return (
+                <tr key={n} data-category={n}>
+                  <td>
+                    <span className="swatch" style={{ background: colors[c] }} />
+                    {n}
+                  </td>
+                  <td data-field="peak" data-value={atPeak}>
+                    <Bytes value={atPeak} />
+                  </td>
+                  <td data-field="snapshot" data-value={atSnap}>
+                    <Bytes value={atSnap} />
+                  </td>
+                </tr>
+              );
+            })}
+        </tbody>
+      </table>
+      <p className="small muted">
+        {countersPeak !== null
+          ? `Peak from the counters sidecar (max_memory_allocated); its composition is unknown. ${rr?.peak?.note ?? ""}`
+          : `Peak: highest allocated over the replayed trace (rounded block bytes), at event #${formatCount(r?.peakEvent ?? 0)}. Snapshot columns come from the snapshot's blocks.`}
+      </p>
+      {r && (
+        <button
+          type="button"
+          onClick={() => {
+            useStore.getState().pin(r.peakEvent);
+          }}
+          data-testid="peak-show"
+        >
+          Show the peak in the segment map
+        </button>
+      )}
+    </section>
+  );
+}
+
+function Categories({
+  categories,
+  allocated,
+  title,
+}: {
+  categories: Record<string, number>;
+  allocated: number;
+  title: string;
+}) {
+  const colors = useStore((s) => s.colors);
+  const panel = useStore((s) => s.panel);
+  const names = panel?.categories.map((c) => c.name) ?? Object.keys(categories);
+  const total = Object.values(categories).reduce((a, b) => a + b, 0);
+  return (
+    <section className="card" aria-labelledby="cat-title" data-testid="categories">
+      <h2 id="cat-title">What holds the memory — {title}</h2>
+      <table className="num-table">
+        <thead>
+          <tr>
+            <th scope="col">Category</th>
+            <th scope="col">Bytes</th>
+            <th scope="col">% of allocated</th>
+          </tr>
+        </thead>
+        <tbody>
+          {names.map((n, c) => {
+            const v = categories[n] ?? 0;
+            return (
+              <tr key={n} data-category={n} data-value={v} className={v === 0 ? "muted" : undefined}>
+                <td>
+                  <span className="swatch" style={{ background: colors[c] }} />
+                  {n.replace(/_/g, " ")}
+                </td>
+                <td>
+                  <Bytes value={v} />
+                </td>
+                <td>{allocated > 0 ? formatPercent(v / allocated) : "—"}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+      {total > 0 && (
+        <div className="bar" style={{ display: "flex", marginTop: 6 }} aria-hidden="true">
+          {names.map((n, c) => {
+            const v = categories[n] ?? 0;
+            return v > 0 ? (
+              <span key={n} style={{ width: `${(v / total) * 100}%`, background: colors[c] }} />
+            ) : null;
+          })}
+        </div>
+      )}
+    </section>
+  );
+}
+
+function statusClass(s: string): string {
+  return s === "pass" ? "status-pass" : s === "fail" ? "status-fail" : "status-skipped";
+}
+const STATUS_TEXT: Record<string, string> = { pass: "✓ pass", fail: "✗ fail", skipped: "– skipped" };
+
+function Checks({ report, panel }: { report: ReportJson; panel: PanelAnswer }) {
+  const input = useRef<HTMLInputElement>(null);
+  const [localError, setError] = useState<string | null>(null);
+  const droppedError = useStore((s) => s.countersError);
+  const error = localError ?? droppedError;
+  const device = useStore((s) => s.device);
+  const traceReplay = panel.replayReport?.traceReplay;
+  const applyCountersFile = async (file: File | null) => {
+    setError(null);
+    try {
+      const text = file ? await file.text() : null;
+      await ask((api) => api.setCounters(text, file?.name ?? ""));
+      await useStore.getState().setDevice(device);
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    }
+  };
+  return (
+    <section className="card" aria-labelledby="checks-title" data-testid="checks">
+      <h2 id="checks-title">Consistency checks</h2>
+      {report.checks.map((c) => (
+        <div key={c.id} className="check" data-check={c.id} data-status={c.status}>
+          <div>
+            <span className={statusClass(c.status)}>{STATUS_TEXT[c.status] ?? c.status}</span> {c.title}
+          </div>
+          <div className="why">{c.detail}</div>
+        </div>
+      ))}
+      {traceReplay && (
+        <div className="check" data-check="trace-replay" data-status={traceReplay.status}>
+          <div>
+            <span className={statusClass(traceReplay.status)}>{STATUS_TEXT[traceReplay.status]}</span> trace
+            replay ends in the snapshot's state
+          </div>
+          <div className="why">{traceReplay.detail}</div>
+        </div>
+      )}
+      <div className="small" style={{ marginTop: 6 }}>
+        {panel.countersFile ? (
+          <>
+            Counters: <code>{panel.countersFile}</code>{" "}
+            <button type="button" className="link" onClick={() => void applyCountersFile(null)}>
+              remove
+            </button>
+          </>
+        ) : (
+          <>
+            <button type="button" onClick={() => input.current?.click()} data-testid="add-counters">
+              Add counters sidecar…
+            </button>{" "}
+            <span className="muted">(the dump's .counters.json, for the last three checks)</span>
+          </>
+        )}
+        <input
+          ref={input}
+          type="file"
+          accept=".json,application/json"
+          hidden
+          data-testid="counters-input"
+          onChange={(e) => {
+            const f = e.currentTarget.files?.[0] ?? null;
+            e.currentTarget.value = "";
+            if (f) void applyCountersFile(f);
+          }}
+        />
+        {error && (
+          <p className="status-fail" data-testid="counters-error">
+            {error}
+          </p>
+        )}
+      </div>
+    </section>
+  );
+}
+
+function CallSites({ report }: { report: ReportJson }) {
+  const highlight = useStore((s) => s.highlightSite);
+  const setHighlight = useStore((s) => s.setHighlightSite);
+  const setMode = useStore((s) => s.setTimelineMode);
+  const colors = useStore((s) => s.colors);
+  const panel = useStore((s) => s.panel);
+  const names = panel?.categories.map((c) => c.name) ?? [];
+  const sites = report.topCallSites;
+  const max = sites.reduce((m, s) => Math.max(m, s.bytes), 0);
+  return (
+    <section className="card" aria-labelledby="sites-title" data-testid="call-sites">
+      <h2 id="sites-title">Top call sites at the snapshot</h2>
+      <p className="small muted">
+        Live blocks by the line of code that allocated them (all devices). Click one to highlight its
+        allocations in the timeline and the segment map.
+      </p>
+      {sites.length === 0 ? (
+        <p className="small muted">No live blocks.</p>
+      ) : (
+        <ul className="sites" aria-label="Top call sites">
+          {sites.map((s) => {
+            const key = `${s.site}\u0000${s.category}`;
+            const selected = highlight === s.site;
+            const color = colors[names.indexOf(s.category)] ?? "#888";
+            return (
+              <li key={key}>
+                <button
+                  type="button"
+                  className="site"
+                  aria-pressed={selected}
+                  data-site={s.site}
+                  data-bytes={s.bytes}
+                  title={`${s.site}\ncategory ${s.category} (rule ${s.rule}, site chosen: ${s.via})\n${formatCount(s.blocks)} blocks`}
+                  onClick={() => {
+                    setHighlight(selected ? null : s.site);
+                    if (!selected) setMode("allocations");
+                  }}
+                >
+                  <span className="site-bytes">
+                    <Bytes value={s.bytes} />
+                  </span>
+                  <span className="swatch" style={{ background: color }} />
+                  <span className="site-name">{s.label}</span>
+                  <span className="small muted site-meta">
+                    {s.category.replace(/_/g, " ")} · {formatCount(s.blocks)} blocks
+                  </span>
+                  <span className="bar">
+                    <span style={{ width: `${max > 0 ? (s.bytes / max) * 100 : 0}%`, background: color }} />
+                  </span>
+                </button>
+              </li>
+            );
+          })}
+        </ul>
+      )}
+      {highlight && (
+        <p className="small">
+          Highlighting <code>{highlight}</code>{" "}
+          <button type="button" className="link" onClick={() => setHighlight(null)}>
+            clear
+          </button>
+        </p>
+      )}
+      <p className="small muted">
+        {formatBytes(sites.reduce((a, s) => a + s.bytes, 0))} in the listed sites.
+      </p>
+    </section>
+  );
+}

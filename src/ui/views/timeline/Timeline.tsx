@@ -1,0 +1,969 @@
+// The stacked timeline: allocated bytes by category over time (or event index), reserved as a line,
+// peak / snapshot / OOM / annotation markers, wheel zoom around the cursor, drag to pan, an overview
+// strip with a brush, hover values, click to pin. The worker sends one bucket per pixel; in
+// "each allocation" mode it sends bands at pixel level of detail.
+
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import type {
+  AllocationDetail,
+  BandsAnswer,
+  Marker,
+  ReplayFacts,
+  TimelineAnswer,
+} from "../../../../workers/api";
+import { Bytes } from "../../components/Bytes";
+import { Canvas, type CanvasHandle, type DrawFn, themeColors } from "../../components/Canvas";
+import { CompactStack, firstSentence, StackList } from "../../components/StackList";
+import { formatBytes, formatCount, formatDurationUs } from "../../format";
+import { ask } from "../../state/client";
+import { fullView, type TimelineView, useStore } from "../../state/store";
+import { Overview } from "./Overview";
+import { makePlot, type Plot, pxToX, xTicks, xToPx, yTicks, yToPx } from "./scales";
+
+const HEIGHT = 330;
+
+interface Hover {
+  px: number;
+  py: number;
+  bucket: number;
+  band: number;
+}
+
+export function Timeline() {
+  const panel = useStore((s) => s.panel);
+  const panelError = useStore((s) => s.panelError);
+  const device = useStore((s) => s.device);
+  const view = useStore((s) => s.view);
+  const colors = useStore((s) => s.colors);
+  const pinned = useStore((s) => s.pinnedEvent);
+  const mode = useStore((s) => s.timelineMode);
+  const highlightSite = useStore((s) => s.highlightSite);
+  const setView = useStore((s) => s.setView);
+  const setAxis = useStore((s) => s.setAxis);
+  const pin = useStore((s) => s.pin);
+  const setMode = useStore((s) => s.setTimelineMode);
+  const replay = panel?.replay ?? null;
+
+  const [width, setWidth] = useState(0);
+  const [answer, setAnswer] = useState<TimelineAnswer | null>(null);
+  const [bands, setBands] = useState<BandsAnswer | null>(null);
+  const [showReserved, setShowReserved] = useState(true);
+  const [hover, setHover] = useState<Hover | null>(null);
+  const [detail, setDetail] = useState<AllocationDetail | null>(null);
+  const [selected, setSelected] = useState<AllocationDetail | null>(null);
+  const [siteAllocs, setSiteAllocs] = useState<Set<number> | null>(null);
+  const base = useRef<CanvasHandle>(null);
+  const drag = useRef<{ startPx: number; view: TimelineView; moved: boolean } | null>(null);
+
+  const categories = panel?.categories ?? [];
+  const plot = useMemo(() => {
+    if (!view || !answer || width <= 0) return null;
+    let yMax = 0;
+    for (let b = 0; b < answer.buckets; b++) {
+      const a = answer.allocMax[b];
+      if (a > yMax) yMax = a;
+      const r = answer.reservedMax[b];
+      if (showReserved && r > yMax) yMax = r;
+    }
+    return makePlot(width, HEIGHT, view.x0, view.x1, niceTop(yMax));
+  }, [view, answer, width, showReserved]);
+
+  // Buckets for the visible range: one per plot pixel, newest request wins.
+  const plotWidth = width > 0 ? makePlot(width, HEIGHT, 0, 1, 1).plotWidth : 0;
+  useEffect(() => {
+    if (!view || plotWidth <= 0 || !replay) return;
+    let stale = false;
+    ask((api) =>
+      api.timeline({ device, axis: view.axis, x0: view.x0, x1: view.x1, buckets: plotWidth }),
+    ).then(
+      (a) => {
+        if (!stale) setAnswer(a);
+      },
+      () => {},
+    );
+    return () => {
+      stale = true;
+    };
+  }, [device, view, plotWidth, replay]);
+
+  // Bands in "each allocation" mode, at the y scale the plot uses.
+  const yMax = plot?.yMax ?? 0;
+  useEffect(() => {
+    if (mode !== "allocations" || !view || plotWidth <= 0 || !replay || yMax <= 0) {
+      setBands(null);
+      return;
+    }
+    let stale = false;
+    const plotHeight = HEIGHT - 48;
+    ask((api) =>
+      api.bands({
+        device,
+        axis: view.axis,
+        x0: view.x0,
+        x1: view.x1,
+        width: plotWidth,
+        height: plotHeight,
+        yMax,
+      }),
+    ).then(
+      (b) => {
+        if (!stale) setBands(b);
+      },
+      () => {},
+    );
+    return () => {
+      stale = true;
+    };
+  }, [mode, device, view, plotWidth, replay, yMax]);
+
+  // Allocations of the highlighted call site.
+  useEffect(() => {
+    if (!highlightSite) {
+      setSiteAllocs(null);
+      return;
+    }
+    let stale = false;
+    ask((api) => api.siteAllocations(device, highlightSite)).then((ids) => {
+      if (!stale) setSiteAllocs(new Set(ids));
+    });
+    return () => {
+      stale = true;
+    };
+  }, [device, highlightSite]);
+
+  // Hovered band → its allocation's details (size, category, site, rule, stack).
+  const hoverAlloc = hover && bands && hover.band >= 0 ? bands.alloc[hover.band] : -1;
+  useEffect(() => {
+    if (hoverAlloc < 0) {
+      setDetail(null);
+      return;
+    }
+    let stale = false;
+    ask((api) => api.allocation(device, hoverAlloc)).then((d) => {
+      if (!stale) setDetail(d);
+    });
+    return () => {
+      stale = true;
+    };
+  }, [device, hoverAlloc]);
+
+  const draw: DrawFn = useCallback(
+    (ctx) => {
+      if (!plot || !answer || !replay) return;
+      drawTimeline(ctx, plot, answer, replay, {
+        colors,
+        showReserved,
+        bands: mode === "allocations" ? bands : null,
+        siteAllocs,
+        axis: view?.axis ?? "event",
+        pinned,
+        hover,
+        selectedAlloc: selected?.alloc ?? -1,
+      });
+    },
+    [plot, answer, replay, colors, showReserved, bands, mode, siteAllocs, view, pinned, hover, selected],
+  );
+
+  const onWheel = useCallback(
+    (e: WheelEvent) => {
+      const s = useStore.getState();
+      const v = s.view;
+      if (!v || !plot || !replay) return;
+      e.preventDefault();
+      const rect = (e.target as HTMLElement).getBoundingClientRect();
+      const px = e.clientX - rect.left;
+      if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
+        const d = ((e.shiftKey ? e.deltaY : e.deltaX) / plot.plotWidth) * (v.x1 - v.x0);
+        s.setView(clampView({ ...v, x0: v.x0 + d, x1: v.x1 + d }, replay));
+        return;
+      }
+      const at = pxToX(
+        { ...plot, x0: v.x0, x1: v.x1 },
+        Math.max(plot.left, Math.min(plot.left + plot.plotWidth, px)),
+      );
+      const k = Math.exp(Math.max(-1, Math.min(1, e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.002))));
+      s.setView(clampView({ ...v, x0: at - (at - v.x0) * k, x1: at + (v.x1 - at) * k }, replay));
+    },
+    [plot, replay],
+  );
+
+  const hitTest = useCallback(
+    (px: number, py: number): Hover | null => {
+      if (!plot || !answer) return null;
+      if (
+        px < plot.left ||
+        px > plot.left + plot.plotWidth ||
+        py < plot.top ||
+        py > plot.top + plot.plotHeight
+      ) {
+        return null;
+      }
+      const bucket = Math.min(answer.buckets - 1, Math.max(0, Math.floor(px - plot.left)));
+      let band = -1;
+      if (mode === "allocations" && bands) {
+        const x = pxToX(plot, px);
+        const y = ((plot.top + plot.plotHeight - py) / plot.plotHeight) * plot.yMax;
+        band = hitBand(bands, x, y);
+      }
+      return { px, py, bucket, band };
+    },
+    [plot, answer, bands, mode],
+  );
+
+  if (panelError) {
+    return (
+      <section className="card" aria-labelledby="timeline-title">
+        <h2 id="timeline-title">Memory over time</h2>
+        <p className="status-fail">
+          The trace of device {device} could not be replayed: {panelError}
+        </p>
+      </section>
+    );
+  }
+  if (!panel) {
+    return (
+      <section className="card" aria-labelledby="timeline-title">
+        <h2 id="timeline-title">Memory over time</h2>
+        <p className="muted">Replaying the trace…</p>
+      </section>
+    );
+  }
+  if (!replay || !view) {
+    return (
+      <section className="card" aria-labelledby="timeline-title" data-testid="timeline-empty">
+        <h2 id="timeline-title">Memory over time — device {device}</h2>
+        <p className="muted">
+          No trace for this device: the snapshot holds only the state at the moment it was taken (history was
+          not recorded, or this device had no allocations). Record one with{" "}
+          <code>torch.cuda.memory._record_memory_history()</code> before the run. The segment map below shows
+          the snapshot.
+        </p>
+      </section>
+    );
+  }
+
+  const oom = replay.markers.find((m) => m.kind === "oom");
+
+  return (
+    <section
+      className="card timeline"
+      aria-labelledby="timeline-title"
+      data-testid="timeline"
+      data-axis={view.axis}
+      data-x0={view.x0}
+      data-x1={view.x1}
+      data-plot-left={plot?.left}
+      data-plot-width={plot?.plotWidth}
+      data-plot-top={plot?.top}
+      data-plot-height={plot?.plotHeight}
+      data-mode={mode}
+      data-bands={bands?.count ?? ""}
+    >
+      <h2 id="timeline-title">
+        Allocated memory over time — device {device}{" "}
+        <span className="muted small">
+          ({formatCount(replay.events)} trace events; stacked by category, rounded block bytes)
+        </span>
+      </h2>
+      <div className="toolbar">
+        <span className="label">x axis</span>
+        <span className="group">
+          <button
+            type="button"
+            aria-pressed={view.axis === "time"}
+            disabled={!replay.hasTime}
+            title={
+              replay.hasTime
+                ? "Time since the first trace event"
+                : "This trace has no time_us: only event order"
+            }
+            onClick={() => setAxis("time")}
+          >
+            Time
+          </button>
+          <button type="button" aria-pressed={view.axis === "event"} onClick={() => setAxis("event")}>
+            Event index
+          </button>
+        </span>
+        <span className="label">show</span>
+        <span className="group">
+          <button
+            type="button"
+            aria-pressed={mode === "stacked"}
+            onClick={() => setMode("stacked")}
+            data-testid="mode-stacked"
+          >
+            By category
+          </button>
+          <button
+            type="button"
+            aria-pressed={mode === "allocations"}
+            onClick={() => setMode("allocations")}
+            data-testid="mode-allocations"
+          >
+            Each allocation
+          </button>
+        </span>
+        <span className="spacer" />
+        <button type="button" onClick={() => jumpTo(replay.peakEvent)} data-testid="jump-peak">
+          Jump to peak
+        </button>
+        {oom && (
+          <button type="button" onClick={() => jumpTo(oom.event)} data-testid="jump-oom">
+            Jump to OOM
+          </button>
+        )}
+        <button
+          type="button"
+          onClick={() => pin(null)}
+          disabled={pinned === null}
+          title="Show the snapshot itself"
+        >
+          Snapshot
+        </button>
+        <button
+          type="button"
+          onClick={() => {
+            const f = fullView(panel, view.axis);
+            if (f) setView(f);
+          }}
+          title="Reset zoom (0)"
+        >
+          Reset zoom
+        </button>
+      </div>
+      <div className="canvas-box" style={{ height: HEIGHT }}>
+        <Canvas
+          ref={base}
+          draw={draw}
+          height={HEIGHT}
+          testId="timeline-canvas"
+          ariaLabel={`Allocated memory of device ${device} over ${view.axis === "time" ? "time" : "trace events"}, stacked by category`}
+          onSize={setWidth}
+          onWheel={onWheel}
+          cursor={drag.current?.moved ? "grabbing" : "crosshair"}
+          onPointerDown={(e) => {
+            e.currentTarget.setPointerCapture(e.pointerId);
+            const v = useStore.getState().view;
+            if (v) drag.current = { startPx: e.nativeEvent.offsetX, view: v, moved: false };
+          }}
+          onPointerMove={(e) => {
+            const px = e.nativeEvent.offsetX;
+            const py = e.nativeEvent.offsetY;
+            const d = drag.current;
+            if (d && plot) {
+              const dx = px - d.startPx;
+              if (Math.abs(dx) > 3) d.moved = true;
+              if (d.moved) {
+                const shift = (-dx / plot.plotWidth) * (d.view.x1 - d.view.x0);
+                setView(clampView({ ...d.view, x0: d.view.x0 + shift, x1: d.view.x1 + shift }, replay));
+                return;
+              }
+            }
+            setHover(hitTest(px, py));
+          }}
+          onPointerUp={(e) => {
+            const d = drag.current;
+            drag.current = null;
+            if (d && !d.moved) {
+              const h = hitTest(e.nativeEvent.offsetX, e.nativeEvent.offsetY);
+              if (!h || !answer) return;
+              if (mode === "allocations" && h.band >= 0 && bands) {
+                const k = bands.alloc[h.band];
+                void ask((api) => api.allocation(device, k)).then(setSelected);
+              }
+              const ev = answer.lastEvent[h.bucket];
+              if (ev >= 0) pin(ev);
+            }
+          }}
+          onPointerLeave={() => setHover(null)}
+        />
+        {hover && answer && plot && (
+          <HoverTip
+            hover={hover}
+            plot={plot}
+            answer={answer}
+            replay={replay}
+            axis={view.axis}
+            colors={colors}
+            names={categories.map((c) => c.name)}
+            detail={mode === "allocations" && hover.band >= 0 ? detail : null}
+          />
+        )}
+      </div>
+      <Overview device={device} replay={replay} view={view} onView={(v) => setView(clampView(v, replay))} />
+      <div className="legend" data-testid="timeline-legend">
+        {categories.map((c) => (
+          <span key={c.id}>
+            <span className="swatch" style={{ background: colors[c.id] }} />
+            {c.name}
+          </span>
+        ))}
+        <label title="The reserved total (what the caching allocator holds from the device), drawn as a line">
+          <input
+            type="checkbox"
+            checked={showReserved}
+            onChange={(e) => setShowReserved(e.currentTarget.checked)}
+          />{" "}
+          <span
+            className="swatch"
+            style={{ background: "transparent", borderColor: "var(--reserved)", borderWidth: 2 }}
+          />
+          reserved (line)
+        </label>
+        <span>
+          <span className="swatch" style={{ background: "var(--danger)" }} />
+          peak (dashed) / OOM (solid)
+        </span>
+        {replay.markers.some((m) => m.kind === "snapshot") && <span>▼ _snapshot() call</span>}
+        {replay.markers.some((m) => m.kind === "annotation") && (
+          <span>╵ annotation (hover for its name)</span>
+        )}
+        <span>┆ the snapshot moment (end of trace)</span>
+        <span className="muted">
+          Wheel: zoom · drag: pan · click: pin the moment · ←/→ step events · Esc: unpin
+        </span>
+      </div>
+      {mode === "allocations" && bands && (
+        <p className="small muted" data-testid="bands-note">
+          {formatCount(bands.count)} allocations drawn as bands
+          {bands.lumped > 0
+            ? `; ${formatCount(bands.lumped)} smaller than one pixel (up to ${formatBytes(bands.lumpedBytesMax)}) are in the grey area`
+            : ""}
+          {bands.truncated ? "; too many to draw at this zoom — zoom in to see all" : ""}. Hover a band for
+          its stack; click to keep it below.
+        </p>
+      )}
+      <PinnedLine replay={replay} />
+      {selected && <AllocationPanel detail={selected} device={device} onClose={() => setSelected(null)} />}
+    </section>
+  );
+}
+
+function jumpTo(event: number) {
+  const s = useStore.getState();
+  s.pin(event);
+  const r = s.panel?.replay;
+  const v = s.view;
+  if (!r || !v) return;
+  const x = v.axis === "time" ? eventX(r, event) : event;
+  if (x < v.x0 || x > v.x1) {
+    const half = (v.x1 - v.x0) / 2;
+    s.setView(clampView({ ...v, x0: x - half, x1: x + half }, r));
+  }
+}
+
+/** x of an event on the time axis, from the markers when known, else linear between t0 and t1. */
+function eventX(r: ReplayFacts, event: number): number {
+  const m = r.markers.find((k) => k.event === event);
+  if (m) return m.timeUs;
+  return r.t0 + ((r.t1 - r.t0) * event) / Math.max(1, r.events - 1);
+}
+
+function niceTop(v: number): number {
+  if (!(v > 0)) return 1;
+  return v * 1.08;
+}
+
+export function clampView(v: TimelineView, r: ReplayFacts): TimelineView {
+  const full = v.axis === "time" ? { x0: r.t0, x1: r.t1 } : { x0: 0, x1: r.events - 1 };
+  const fullSpan = Math.max(1, full.x1 - full.x0);
+  const minSpan = v.axis === "time" ? Math.max(1, fullSpan * 1e-7) : 4;
+  let span = v.x1 - v.x0;
+  span = Math.min(fullSpan * 1.2, Math.max(minSpan, span));
+  const mid = (v.x0 + v.x1) / 2;
+  let x0 = mid - span / 2;
+  const lo = full.x0 - fullSpan * 0.1;
+  const hi = full.x1 + fullSpan * 0.1;
+  if (x0 < lo) x0 = lo;
+  if (x0 + span > hi) x0 = hi - span;
+  return { axis: v.axis, x0, x1: x0 + span };
+}
+
+function hitBand(b: BandsAnswer, x: number, y: number): number {
+  for (let i = b.count - 1; i >= 0; i--) {
+    const s = b.pointStart[i];
+    const e = b.pointStart[i + 1];
+    if (e - s < 2 || x < b.px[s] || x >= b.px[e - 1]) continue;
+    for (let k = s; k < e - 1; k++) {
+      if (x >= b.px[k] && x < b.px[k + 1]) {
+        if (y >= b.py[k] && y < b.py[k] + b.sizeBytes[i]) return i;
+        break;
+      }
+    }
+  }
+  return -1;
+}
+
+interface DrawOpts {
+  colors: string[];
+  showReserved: boolean;
+  bands: BandsAnswer | null;
+  siteAllocs: Set<number> | null;
+  axis: "time" | "event";
+  pinned: number | null;
+  hover: Hover | null;
+  selectedAlloc: number;
+}
+
+function drawTimeline(
+  ctx: CanvasRenderingContext2D,
+  p: Plot,
+  a: TimelineAnswer,
+  r: ReplayFacts,
+  o: DrawOpts,
+): void {
+  const th = themeColors();
+  const C = a.categories;
+  const bottom = p.top + p.plotHeight;
+  ctx.font = "11px system-ui, sans-serif";
+  // Grid and y labels.
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (const t of yTicks(p)) {
+    const y = Math.round(yToPx(p, t.at)) + 0.5;
+    ctx.strokeStyle = th.grid;
+    ctx.beginPath();
+    ctx.moveTo(p.left, y);
+    ctx.lineTo(p.left + p.plotWidth, y);
+    ctx.stroke();
+    ctx.fillStyle = th.muted;
+    ctx.fillText(t.label, p.left - 6, y);
+  }
+  // x ticks.
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  for (const t of xTicks(p, o.axis, r.t0)) {
+    const x = Math.round(xToPx(p, t.at)) + 0.5;
+    if (x < p.left || x > p.left + p.plotWidth) continue;
+    ctx.strokeStyle = th.grid;
+    ctx.beginPath();
+    ctx.moveTo(x, p.top);
+    ctx.lineTo(x, bottom + 4);
+    ctx.stroke();
+    ctx.fillStyle = th.muted;
+    // Keep the label inside the canvas at both ends.
+    const half = ctx.measureText(t.label).width / 2;
+    ctx.fillText(t.label, Math.min(p.width - half - 1, Math.max(half + 1, x)), bottom + 6);
+  }
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(p.left, p.top, p.plotWidth, p.plotHeight);
+  ctx.clip();
+
+  const scale = p.plotHeight / p.yMax;
+  if (o.bands) {
+    // Grey total behind the bands: allocations under a pixel tall.
+    ctx.fillStyle = th.inactive;
+    for (let b = 0; b < a.buckets; b++) {
+      const v = a.allocMax[b];
+      if (!(v > 0)) continue;
+      const h = v * scale;
+      ctx.fillRect(p.left + b, bottom - h, 1, h);
+    }
+    const bd = o.bands;
+    const dim = o.siteAllocs;
+    for (let i = 0; i < bd.count; i++) {
+      const s = bd.pointStart[i];
+      const e = bd.pointStart[i + 1];
+      const hi = dim?.has(bd.alloc[i]) ?? true;
+      ctx.globalAlpha = hi ? 1 : 0.2;
+      ctx.fillStyle = o.colors[bd.category[i]] ?? "#888";
+      const h = Math.max(1, bd.sizeBytes[i] * scale);
+      for (let k = s; k < e - 1; k++) {
+        const x0 = xToPx(p, bd.px[k]);
+        const x1 = xToPx(p, bd.px[k + 1]);
+        const y = bottom - bd.py[k] * scale - h;
+        ctx.fillRect(x0, y, Math.max(1, x1 - x0), h);
+      }
+    }
+    ctx.globalAlpha = 1;
+    // Outline of the hovered / selected band.
+    for (const idx of [o.hover?.band ?? -1, findBand(bd, o.selectedAlloc)]) {
+      if (idx < 0) continue;
+      const s = bd.pointStart[idx];
+      const e = bd.pointStart[idx + 1];
+      const h = Math.max(1, bd.sizeBytes[idx] * scale);
+      ctx.strokeStyle = th.fg;
+      ctx.lineWidth = 1.5;
+      for (let k = s; k < e - 1; k++) {
+        const x0 = xToPx(p, bd.px[k]);
+        const x1 = xToPx(p, bd.px[k + 1]);
+        ctx.strokeRect(x0, bottom - bd.py[k] * scale - h, Math.max(1, x1 - x0), h);
+      }
+      ctx.lineWidth = 1;
+    }
+  } else {
+    // Stacked by category, one column per bucket, the composition at the bucket's max.
+    const cum = new Float64Array(a.buckets);
+    for (let c = 0; c < C; c++) {
+      ctx.fillStyle = o.colors[c] ?? "#888";
+      for (let b = 0; b < a.buckets; b++) {
+        const v = a.byCategory[b * C + c];
+        if (!(v > 0)) continue;
+        const y0 = cum[b] * scale;
+        const y1 = (cum[b] + v) * scale;
+        cum[b] += v;
+        ctx.fillRect(p.left + b, bottom - y1, 1, Math.max(0.5, y1 - y0));
+      }
+    }
+    // The min inside each pixel, where it differs from the max: short-lived spikes.
+    ctx.fillStyle = th.bg;
+    ctx.globalAlpha = 0.35;
+    for (let b = 0; b < a.buckets; b++) {
+      const mn = a.allocMin[b];
+      const mx = a.allocMax[b];
+      if (!(mx > mn)) continue;
+      const h = (mx - mn) * scale;
+      if (h < 2) continue;
+      ctx.fillRect(p.left + b, bottom - mx * scale, 1, h);
+    }
+    ctx.globalAlpha = 1;
+  }
+  // Reserved line.
+  if (o.showReserved) {
+    ctx.strokeStyle = th.reserved;
+    ctx.lineWidth = 1.5;
+    ctx.beginPath();
+    let open = false;
+    for (let b = 0; b < a.buckets; b++) {
+      const v = a.reservedMax[b];
+      if (!Number.isFinite(v)) {
+        open = false;
+        continue;
+      }
+      const y = bottom - v * scale;
+      if (!open) {
+        ctx.moveTo(p.left + b, y);
+        open = true;
+      } else ctx.lineTo(p.left + b, y);
+      ctx.lineTo(p.left + b + 1, y);
+    }
+    ctx.stroke();
+    ctx.lineWidth = 1;
+  }
+  ctx.restore();
+
+  // Markers.
+  const xOf = (m: Marker) => xToPx(p, o.axis === "time" ? m.timeUs : m.event);
+  const inPlot = (x: number) => x >= p.left - 0.5 && x <= p.left + p.plotWidth + 0.5;
+  const labels = new Labels(ctx, p);
+  ctx.textBaseline = "bottom";
+  const annotations = r.markers.filter((m) => m.kind === "annotation");
+  ctx.fillStyle = th.muted;
+  for (const m of annotations) {
+    const x = xOf(m);
+    if (!inPlot(x)) continue;
+    ctx.fillRect(Math.round(x), p.top - 4, 1, 4);
+  }
+  for (const m of r.markers) {
+    if (m.kind === "annotation") continue;
+    const x = Math.round(xOf(m)) + 0.5;
+    if (!inPlot(x)) continue;
+    if (m.kind === "peak") {
+      ctx.strokeStyle = th.danger;
+      ctx.setLineDash([4, 3]);
+      line(ctx, x, p.top, bottom);
+      ctx.setLineDash([]);
+      labels.put(x, `peak ${formatBytes(r.peakBytes)}`, th.danger);
+    } else if (m.kind === "oom") {
+      ctx.strokeStyle = th.danger;
+      ctx.lineWidth = 2;
+      line(ctx, x, p.top, bottom);
+      ctx.lineWidth = 1;
+      labels.put(x, "OOM", th.danger);
+    } else if (m.kind === "snapshot") {
+      // _snapshot() calls: small triangles hanging inside the plot's top edge.
+      ctx.fillStyle = th.accent;
+      ctx.beginPath();
+      ctx.moveTo(x - 4, p.top);
+      ctx.lineTo(x + 4, p.top);
+      ctx.lineTo(x, p.top + 6);
+      ctx.fill();
+    }
+  }
+  // The snapshot moment: the end of the trace.
+  const endX = Math.round(xToPx(p, o.axis === "time" ? r.t1 : r.events - 1)) + 0.5;
+  if (inPlot(endX)) {
+    ctx.strokeStyle = th.fg;
+    ctx.setLineDash([2, 2]);
+    line(ctx, endX, p.top, bottom);
+    ctx.setLineDash([]);
+    labels.put(endX, "snapshot", th.fg);
+  }
+  // Pinned moment.
+  if (o.pinned !== null) {
+    const b = bucketOfEvent(a, o.pinned);
+    const x = b >= 0 ? p.left + b + 0.5 : Number.NaN;
+    if (inPlot(x)) {
+      ctx.strokeStyle = th.accent;
+      ctx.lineWidth = 2;
+      line(ctx, x, p.top, bottom);
+      ctx.lineWidth = 1;
+    }
+  }
+  // Hover crosshair.
+  if (o.hover) {
+    ctx.strokeStyle = th.fg;
+    ctx.globalAlpha = 0.5;
+    line(ctx, Math.round(o.hover.px) + 0.5, p.top, bottom);
+    ctx.globalAlpha = 1;
+  }
+  // Axis frame.
+  ctx.strokeStyle = th.muted;
+  ctx.beginPath();
+  ctx.moveTo(p.left + 0.5, p.top);
+  ctx.lineTo(p.left + 0.5, bottom + 0.5);
+  ctx.lineTo(p.left + p.plotWidth, bottom + 0.5);
+  ctx.stroke();
+}
+
+function findBand(b: BandsAnswer, alloc: number): number {
+  if (alloc < 0) return -1;
+  for (let i = 0; i < b.count; i++) if (b.alloc[i] === alloc) return i;
+  return -1;
+}
+
+function bucketOfEvent(a: TimelineAnswer, ev: number): number {
+  for (let b = 0; b < a.buckets; b++) {
+    if (a.firstEvent[b] >= 0 && a.firstEvent[b] <= ev && a.lastEvent[b] >= ev) return b;
+  }
+  // The event's bucket may hold no event of its own (a carried state): the last bucket ending before it.
+  let best = -1;
+  for (let b = 0; b < a.buckets; b++) if (a.lastEvent[b] >= 0 && a.lastEvent[b] <= ev) best = b;
+  return best >= 0 && best < a.buckets - 1 && a.lastEvent[best] === ev ? best : -1;
+}
+
+function line(ctx: CanvasRenderingContext2D, x: number, y0: number, y1: number): void {
+  ctx.beginPath();
+  ctx.moveTo(x, y0);
+  ctx.lineTo(x, y1);
+  ctx.stroke();
+}
+
+/** Marker labels above the plot, in two lanes so neighbours do not overwrite each other. */
+class Labels {
+  private taken: [number, number, number][] = [];
+  constructor(
+    private ctx: CanvasRenderingContext2D,
+    private p: Plot,
+  ) {}
+  put(x: number, text: string, color: string): void {
+    const { ctx, p } = this;
+    const w = ctx.measureText(text).width;
+    let x0 = x + 3;
+    if (x0 + w > p.left + p.plotWidth) x0 = x - 3 - w;
+    if (x0 < p.left) x0 = p.left;
+    for (let lane = 0; lane < 2; lane++) {
+      const clash = this.taken.some(([l, a, b]) => l === lane && x0 < b + 4 && x0 + w > a - 4);
+      if (clash && lane === 0) continue;
+      this.taken.push([lane, x0, x0 + w]);
+      ctx.textAlign = "left";
+      ctx.textBaseline = "bottom";
+      ctx.fillStyle = color;
+      ctx.fillText(text, x0, p.top - 3 - lane * 13);
+      return;
+    }
+  }
+}
+
+function HoverTip({
+  hover,
+  plot,
+  answer,
+  replay,
+  axis,
+  colors,
+  names,
+  detail,
+}: {
+  hover: Hover;
+  plot: Plot;
+  answer: TimelineAnswer;
+  replay: ReplayFacts;
+  axis: "time" | "event";
+  colors: string[];
+  names: string[];
+  detail: AllocationDetail | null;
+}) {
+  const b = hover.bucket;
+  const C = answer.categories;
+  const first = answer.firstEvent[b];
+  const last = answer.lastEvent[b];
+  const x = pxToX(plot, plot.left + b);
+  const left = hover.px + 16 + 420 > plot.width ? Math.max(0, hover.px - 436) : hover.px + 16;
+  const where =
+    axis === "time"
+      ? `t = ${formatDurationUs(x - replay.t0)}`
+      : `event #${formatCount(Math.max(0, Math.round(x)))}`;
+  if (!Number.isFinite(answer.allocMax[b])) {
+    return (
+      <div className="tooltip" style={{ left, top: 8 }}>
+        {where}: outside the trace
+      </div>
+    );
+  }
+  // Markers within 3 px of the cursor: annotations, OOM, _snapshot() calls.
+  const near = replay.markers.filter((m) => {
+    if (m.kind === "peak") return false;
+    const mx = xToPx(plot, axis === "time" ? m.timeUs : m.event);
+    return Math.abs(mx - hover.px) <= 3;
+  });
+  const rows = [];
+  for (let c = C - 1; c >= 0; c--) {
+    const v = answer.byCategory[b * C + c];
+    if (v > 0) rows.push({ c, v });
+  }
+  return (
+    <div className="tooltip" style={{ left, top: 8 }} data-testid="timeline-tooltip">
+      <div>
+        <strong>{where}</strong>{" "}
+        <span className="muted">
+          {first >= 0
+            ? first === last
+              ? `event #${formatCount(first)}`
+              : `events #${formatCount(first)}–#${formatCount(last)}`
+            : `after event #${formatCount(last)}`}
+        </span>
+      </div>
+      {near.length > 0 && (
+        <div className="small" data-testid="tooltip-markers">
+          {near.slice(0, 4).map((m) => (
+            <div key={`${m.kind}-${m.event}-${m.label}`}>
+              <strong>{m.kind === "annotation" ? "annotation" : m.label}</strong>
+              {m.kind === "annotation" ? `: ${m.label}` : ""} at event #{formatCount(m.event)}
+            </div>
+          ))}
+        </div>
+      )}
+      {detail ? (
+        <AllocationSummary detail={detail} />
+      ) : (
+        <table>
+          <tbody>
+            <tr data-row="allocated" data-value={answer.allocMax[b]}>
+              <td>allocated</td>
+              <td className="num">
+                <strong>{formatBytes(answer.allocMax[b])}</strong>
+                {answer.allocMin[b] < answer.allocMax[b]
+                  ? ` (min ${formatBytes(answer.allocMin[b])} in this pixel)`
+                  : ""}
+              </td>
+            </tr>
+            <tr>
+              <td>reserved</td>
+              <td className="num">{formatBytes(answer.reservedMax[b])}</td>
+            </tr>
+            {rows.map(({ c, v }) => (
+              <tr key={c} data-row="category" data-category={names[c]} data-value={v}>
+                <td>
+                  <span className="swatch" style={{ background: colors[c] }} />
+                  {names[c]}
+                </td>
+                <td className="num">{formatBytes(v)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <div className="muted small">Click to show this moment in the segment map.</div>
+    </div>
+  );
+}
+
+function AllocationSummary({ detail }: { detail: AllocationDetail }) {
+  return (
+    <div className="detail">
+      <div>
+        <strong>{formatBytes(detail.sizeBytes)}</strong> <span className="muted">{detail.category}</span>
+      </div>
+      <div>
+        call site: <code>{detail.site ?? "—"}</code>
+      </div>
+      {detail.rule && (
+        <div className="muted small">
+          why: <strong>{detail.rule}</strong> — {firstSentence(detail.ruleDetail)}
+        </div>
+      )}
+      <CompactStack stack={detail.stack} emptyReason={detail.emptyStackReason} />
+    </div>
+  );
+}
+
+function AllocationPanel({
+  detail,
+  device,
+  onClose,
+}: {
+  detail: AllocationDetail;
+  device: number;
+  onClose: () => void;
+}) {
+  return (
+    <div className="detail" data-testid="allocation-detail">
+      <div className="toolbar">
+        <strong>
+          Allocation of <Bytes value={detail.sizeBytes} /> at <code>{`0x${detail.addr.toString(16)}`}</code>
+        </strong>
+        <span className="spacer" />
+        <button type="button" onClick={onClose}>
+          Close
+        </button>
+      </div>
+      <div>
+        category <strong>{detail.category}</strong> · call site <code>{detail.site ?? "—"}</code> · stream{" "}
+        {detail.stream}
+      </div>
+      {detail.rule && (
+        <div className="muted small">
+          why this category: rule <strong>{detail.rule}</strong> — {detail.ruleDetail}
+        </div>
+      )}
+      <div className="small">
+        {detail.allocEvent >= 0
+          ? `allocated at event #${formatCount(detail.allocEvent)}`
+          : "allocated before the trace"}
+        {detail.freeEvent >= 0
+          ? `, freed at event #${formatCount(detail.freeEvent)}`
+          : ", still allocated at the snapshot"}
+        {Number.isFinite(detail.allocTimeUs) && Number.isFinite(detail.freeTimeUs)
+          ? ` (lived ${formatDurationUs(detail.freeTimeUs - detail.allocTimeUs)})`
+          : ""}
+        {detail.compileContext && detail.compileContext !== "N/A"
+          ? ` · compile context ${detail.compileContext}`
+          : ""}
+        {detail.userMetadata ? ` · ${detail.userMetadata}` : ""}
+      </div>
+      <StackList
+        stack={detail.stack}
+        emptyReason={detail.emptyStackReason}
+        testId="allocation-stack"
+        loadFull={() =>
+          ask((api) => api.fullStack({ device, kind: "alloc", ref: detail.alloc, event: null }))
+        }
+      />
+    </div>
+  );
+}
+
+function PinnedLine({ replay }: { replay: ReplayFacts }) {
+  const pinned = useStore((s) => s.pinnedEvent);
+  return (
+    <p className="small" data-testid="pinned">
+      {pinned === null ? (
+        <>
+          The segment map shows <strong>the snapshot</strong> (after the last of {formatCount(replay.events)}{" "}
+          events).
+        </>
+      ) : (
+        <>
+          The segment map shows the state <strong>after event #{formatCount(pinned)}</strong>
+          {pinned === replay.peakEvent ? " (the peak)" : ""}.{" "}
+          <button type="button" className="link" onClick={() => useStore.getState().pin(null)}>
+            Back to the snapshot
+          </button>
+        </>
+      )}
+    </p>
+  );
+}

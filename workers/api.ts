@@ -1,0 +1,309 @@
+// The one typed interface between the page and the worker. The worker owns the model; the page asks
+// for what it shows and gets small answers: plain JSON for tables, typed arrays (transferred, not
+// copied) for anything per pixel or per block. Nothing here imports DOM or React.
+
+import type { ReplayReport } from "../src/core/replay/report";
+import type { ReportJson } from "../src/core/report/index";
+
+export type { ReplayReport, ReportJson };
+
+/** Bytes, always a whole number of bytes (may exceed 2^32: carried as float64). */
+export type Bytes = number;
+/** Microseconds since the trace's first timestamp, as written in the file's time_us. */
+export type Microseconds = number;
+/** Index into one device's trace (the device_traces[device] list, file order). */
+export type IndexIntoTrace = number;
+
+export interface ProgressInfo {
+  phase: string;
+  bytesDone: number;
+  bytesTotal: number;
+}
+
+export interface DeviceSummary {
+  device: number;
+  segments: number;
+  blocks: number;
+  traceEntries: number;
+  /** Trace entries per action name. */
+  actions: Record<string, number>;
+  reservedBytes: Bytes;
+  allocatedBytes: Bytes;
+  activeBytes: Bytes;
+  /** NaN when no segment carries requested_size. */
+  requestedBytes: Bytes;
+  hasTime: boolean;
+}
+
+export interface Summary {
+  fileName: string;
+  byteLength: number;
+  format: string;
+  pickleProtocol: number | null;
+  layout: string;
+  legacyHistory: boolean;
+  notes: string[];
+  segments: number;
+  blocks: number;
+  traceEntries: number;
+  actions: Record<string, number>;
+  frames: number;
+  stacks: number;
+  /** Devices seen in segments or traces, with per-device counts and segment-field totals. */
+  devices: DeviceSummary[];
+  totals: { reservedBytes: Bytes; allocatedBytes: Bytes; activeBytes: Bytes; requestedBytes: Bytes };
+  annotations: number;
+  allocatorSettings: Record<string, unknown> | null;
+  /** Read + analysis time in the worker. */
+  readMs: number;
+  analyseMs: number;
+  /** What part of the analysis failed, if any; the summary is still shown. */
+  analysisErrors: string[];
+}
+
+export type OpenResult = { ok: true; summary: Summary } | { ok: false; cancelled: boolean; message: string };
+
+/** A category as the views draw it: index = the category id used in every typed array. */
+export interface CategoryInfo {
+  id: number;
+  name: string;
+}
+
+/** What the side panel shows for one device; all numbers come from the core report. */
+export interface PanelAnswer {
+  device: number;
+  categories: CategoryInfo[];
+  /** The core `buildReport` JSON, exactly as `memscope report --json` prints it (whole file). */
+  report: ReportJson | null;
+  /** The core `replayReport` (peak, its composition, the snapshot-vs-peak gap; whole file). */
+  replayReport: ReplayReport | null;
+  /** Replay facts for this device, null when the device has no trace. */
+  replay: ReplayFacts | null;
+  /** The counters sidecar in use: its file name, or null. */
+  countersFile: string | null;
+  /** What failed while building the panel (the rest is still shown). */
+  errors: string[];
+}
+
+export interface ReplayFacts {
+  events: number;
+  hasTime: boolean;
+  t0: Microseconds;
+  t1: Microseconds;
+  peakEvent: IndexIntoTrace;
+  peakTimeUs: Microseconds;
+  peakBytes: Bytes;
+  /** Bytes by category id at the peak. */
+  peakByCategory: Bytes[];
+  /** Allocated bytes at the end of the trace (the snapshot moment) by category id. */
+  endByCategory: Bytes[];
+  endBytes: Bytes;
+  maxReservedBytes: Bytes;
+  /** Ring buffer lost its start (frees of never-allocated addresses, overflow flag…). */
+  truncated: boolean;
+  truncationNote: string | null;
+  /** What the replayed sizes measure: "requested" (trace sizes) or "rounded". */
+  measure: string;
+  markers: Marker[];
+}
+
+export interface Marker {
+  kind: "oom" | "snapshot" | "annotation" | "peak" | "segment_alloc_fail" | string;
+  event: IndexIntoTrace;
+  timeUs: Microseconds;
+  label: string;
+}
+
+export type XAxis = "time" | "event";
+
+export interface TimelineQuery {
+  device: number;
+  axis: XAxis;
+  /** Visible range in axis units (µs or event index), inclusive start, exclusive end. */
+  x0: number;
+  x1: number;
+  /** One bucket per pixel. */
+  buckets: number;
+}
+
+/**
+ * One bucket per pixel. For bucket b: the allocated total's min and max inside the bucket, the
+ * composition by category at the moment of the max (so the stack reaches the max), the reserved
+ * total's max, and the event range [firstEvent, lastEvent] the bucket covers (-1 when none).
+ */
+export interface TimelineAnswer {
+  buckets: number;
+  categories: number;
+  allocMin: Float64Array;
+  allocMax: Float64Array;
+  reservedMax: Float64Array;
+  /** buckets × categories, row-major by bucket. */
+  byCategory: Float64Array;
+  firstEvent: Int32Array;
+  lastEvent: Int32Array;
+  /** Largest allocMax / reservedMax over the whole trace (for a stable y scale). */
+  yMax: Bytes;
+}
+
+/** Per-allocation bands at a level of detail: allocations smaller than minBytes are lumped. */
+export interface BandsQuery {
+  device: number;
+  axis: XAxis;
+  x0: number;
+  x1: number;
+  /** Pixel width and height of the plot; bands thinner than 1 px in y are lumped per category. */
+  width: number;
+  height: number;
+  yMax: Bytes;
+}
+
+/**
+ * Each band: an allocation alive over [xStart, xEnd) drawn at a stacked offset that may change at
+ * events. Encoded as polylines: band i has points pointStart[i] .. pointStart[i+1]), each point an
+ * (x, yLow) pair; height = sizeBytes[i]. Category and allocation id for colour and hit-testing.
+ */
+export interface BandsAnswer {
+  count: number;
+  alloc: Int32Array;
+  category: Int32Array;
+  sizeBytes: Float64Array;
+  pointStart: Int32Array;
+  px: Float64Array;
+  py: Float64Array;
+  /** Allocations lumped into "small allocations" because they would be under a pixel tall. */
+  lumped: number;
+  lumpedBytesMax: Bytes;
+  truncated: boolean;
+}
+
+export interface FrameText {
+  filename: string;
+  line: number;
+  name: string;
+}
+
+/** A stack as shown: noise filtered, ≥3 identical frames collapsed; the full one on request. */
+export interface StackView {
+  frames: (FrameText & { repeats?: number })[];
+  hiddenNoise: number;
+  total: number;
+  /** Index in `frames` of the call-site frame, -1 when it is not among them. */
+  siteFrame: number;
+}
+
+export interface AllocationDetail {
+  alloc: number;
+  device: number;
+  addr: number;
+  sizeBytes: Bytes;
+  category: string;
+  site: string | null;
+  /** The category rule that fired (its id) and what it means. */
+  rule: string | null;
+  ruleDetail: string | null;
+  allocEvent: IndexIntoTrace;
+  freeEvent: IndexIntoTrace;
+  allocTimeUs: Microseconds;
+  freeTimeUs: Microseconds;
+  stream: number;
+  compileContext: string | null;
+  userMetadata: string | null;
+  stack: StackView;
+  /** Why the stack is empty, when it is. */
+  emptyStackReason: string | null;
+}
+
+export interface SegmentMapQuery {
+  device: number;
+  /** The state after this event; -1 for the state before the first event; null for the snapshot. */
+  event: IndexIntoTrace | null;
+  /** Call-site key whose blocks are flagged in blockHighlight. */
+  highlightSite?: string | null;
+}
+
+/**
+ * The segments alive at one moment and their blocks, address order. Block j of segment s is
+ * blockOffset[j] bytes from the segment's start.
+ */
+export interface SegmentMapAnswer {
+  event: IndexIntoTrace | null;
+  segments: number;
+  segAddress: Float64Array;
+  segSize: Float64Array;
+  /** bit 0 private pool, bit 1 expandable, bit 2 small pool. */
+  segFlags: Uint8Array;
+  segStream: Int32Array;
+  segFirstBlock: Int32Array;
+  segBlockCount: Int32Array;
+  blocks: number;
+  blockOffset: Float64Array;
+  blockSize: Float64Array;
+  blockRequested: Float64Array;
+  /** 0 inactive (free), 1 allocated, 2 pending free, 3 unknown. */
+  blockState: Uint8Array;
+  blockCategory: Int32Array;
+  /** Opaque id for blockDetail (the model's block index for the snapshot, an allocation id otherwise). */
+  blockRef: Int32Array;
+  /** 1 for blocks of the highlighted call site (all 0 without one). */
+  blockHighlight: Uint8Array;
+  /** True when the state came from the snapshot's segments; false when replayed. */
+  fromSnapshot: boolean;
+  note: string | null;
+  stats: MapStats;
+}
+
+export interface MapStats {
+  reservedBytes: Bytes;
+  allocatedBytes: Bytes;
+  pendingFreeBytes: Bytes;
+  /** Free bytes inside reserved segments (inactive blocks / gaps). */
+  freeBytes: Bytes;
+  largestFreeBytes: Bytes;
+  /** Σ (block size − requested) over allocated blocks with a known requested size. */
+  roundingWasteBytes: Bytes;
+  privatePoolSegments: number;
+  expandableSegments: number;
+}
+
+export interface BlockDetail {
+  address: number;
+  sizeBytes: Bytes;
+  requestedBytes: Bytes;
+  state: string;
+  category: string;
+  site: string | null;
+  rule: string | null;
+  ruleDetail: string | null;
+  segmentAddress: number;
+  segmentSize: Bytes;
+  stream: number;
+  stack: StackView;
+  emptyStackReason: string | null;
+}
+
+export interface FullStackQuery {
+  device: number;
+  kind: "alloc" | "block";
+  ref: number;
+  event: IndexIntoTrace | null;
+}
+
+export interface MemscopeApi {
+  /** Reads a snapshot in slices inside the worker; replaces the open one. Progress via comlink.proxy. */
+  open(file: Blob, name: string, onProgress?: (p: ProgressInfo) => void): Promise<OpenResult>;
+  /** Aborts the open in progress (its promise resolves with cancelled: true). */
+  cancel(): void;
+  /** Drops the open model. */
+  close(): void;
+  panel(device: number): Promise<PanelAnswer>;
+  /** Uses a counters sidecar (its JSON text) for the report's checks; null drops it. Throws the parser's message. */
+  setCounters(text: string | null, name: string): Promise<void>;
+  timeline(q: TimelineQuery): Promise<TimelineAnswer>;
+  bands(q: BandsQuery): Promise<BandsAnswer>;
+  allocation(device: number, alloc: number): Promise<AllocationDetail | null>;
+  /** Allocation ids whose stacks resolve to this call site (for highlighting). */
+  siteAllocations(device: number, site: string): Promise<Int32Array>;
+  segmentMap(q: SegmentMapQuery): Promise<SegmentMapAnswer>;
+  block(q: SegmentMapQuery, ref: number): Promise<BlockDetail | null>;
+  fullStack(q: FullStackQuery): Promise<FrameText[]>;
+}

@@ -1,0 +1,628 @@
+// The worker's state: the open model and everything derived from it (attribution, per-device replay,
+// band ranks). Pure TypeScript with no worker globals, so vitest or Node can drive it directly.
+
+import { type Attribution, attribute } from "../src/core/attribution/index";
+import { blobByteSource } from "../src/core/formats/byte-source";
+import { SnapshotReadError } from "../src/core/formats/errors";
+import { readSnapshot } from "../src/core/formats/read";
+import { BLOCK_STATE_NAMES, type CountersSidecar, type SnapshotModel } from "../src/core/model/types";
+import { compositionAt } from "../src/core/replay/peak";
+import { prepareReplay } from "../src/core/replay/prepare";
+import { stateAt } from "../src/core/replay/state";
+import { NEVER, type Replay } from "../src/core/replay/types";
+import { parseCounters } from "../src/core/report/counters";
+import type { ReportJson } from "../src/core/report/index";
+import type {
+  AllocationDetail,
+  BandsAnswer,
+  BandsQuery,
+  BlockDetail,
+  FrameText,
+  FullStackQuery,
+  Marker,
+  OpenResult,
+  PanelAnswer,
+  ProgressInfo,
+  ReplayFacts,
+  SegmentMapAnswer,
+  SegmentMapQuery,
+  Summary,
+  TimelineAnswer,
+  TimelineQuery,
+} from "./api";
+import { computeBands, stackRanks } from "./bands";
+import { buildPanelReport, buildReplayReport } from "./report-adapter";
+import { emptyStackReason, fullStack, stackView } from "./stacks";
+import { summarize } from "./summary";
+import { computeTimeline, timelineYMax } from "./timeline";
+
+interface DeviceState {
+  replay: Replay;
+  /** time_us ascending over the trace: the time axis is usable. */
+  timeAxis: boolean;
+  yMax: number;
+  rank: Int32Array | null;
+  siteIds: Map<string, number[]>;
+}
+
+export class Engine {
+  model: SnapshotModel | null = null;
+  summary: Summary | null = null;
+  attribution: Attribution | null = null;
+  private devices = new Map<number, DeviceState>();
+  private abort: AbortController | null = null;
+  private counters: CountersSidecar | null = null;
+  private countersFile: string | null = null;
+  private report: ReportJson | null = null;
+
+  async open(file: Blob, name: string, onProgress?: (p: ProgressInfo) => void): Promise<OpenResult> {
+    this.abort?.abort();
+    const abort = new AbortController();
+    this.abort = abort;
+    this.close();
+    const t0 = performance.now();
+    let lastReport = 0;
+    try {
+      const model = await readSnapshot(blobByteSource(file, name), {
+        signal: abort.signal,
+        onProgress: (p) => {
+          const now = performance.now();
+          // At most ~20 progress messages a second, plus every phase change.
+          if (now - lastReport < 50 && p.phase === "parsing" && p.bytesDone < p.bytesTotal) return;
+          lastReport = now;
+          onProgress?.({ phase: p.phase, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal });
+        },
+      });
+      if (abort.signal.aborted) return { ok: false, cancelled: true, message: "Loading was cancelled." };
+      const readMs = performance.now() - t0;
+      onProgress?.({ phase: "attributing", bytesDone: file.size, bytesTotal: file.size });
+      const t1 = performance.now();
+      const errors: string[] = [];
+      this.model = model;
+      try {
+        this.attribution = attribute(model);
+      } catch (e) {
+        errors.push(`Attribution failed: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      const analyseMs = performance.now() - t1;
+      this.summary = summarize(model, readMs, analyseMs, errors);
+      return { ok: true, summary: this.summary };
+    } catch (e) {
+      this.close();
+      if (e instanceof SnapshotReadError) {
+        return { ok: false, cancelled: e.code === "cancelled", message: e.message };
+      }
+      if (abort.signal.aborted) return { ok: false, cancelled: true, message: "Loading was cancelled." };
+      const message = e instanceof Error ? e.message : String(e);
+      return { ok: false, cancelled: false, message: `${name} could not be read: ${message}` };
+    } finally {
+      if (this.abort === abort) this.abort = null;
+    }
+  }
+
+  cancel(): void {
+    this.abort?.abort();
+  }
+
+  close(): void {
+    this.model = null;
+    this.summary = null;
+    this.attribution = null;
+    this.devices.clear();
+    this.report = null;
+    this.counters = null;
+    this.countersFile = null;
+  }
+
+  setCounters(text: string | null, name: string): void {
+    if (text === null) {
+      this.counters = null;
+      this.countersFile = null;
+    } else {
+      this.counters = parseCounters(text, name);
+      this.countersFile = name;
+    }
+    this.report = null;
+  }
+
+  private requireModel(): SnapshotModel {
+    if (!this.model) throw new Error("No snapshot is open.");
+    return this.model;
+  }
+
+  categoryNames(): readonly string[] {
+    return this.attribution?.categoryNames ?? ["unknown"];
+  }
+
+  /** The device's replay, prepared on first use. */
+  device(device: number): DeviceState {
+    let d = this.devices.get(device);
+    if (d) return d;
+    const model = this.requireModel();
+    const attr = this.attribution;
+    const replay = prepareReplay(model, device, {
+      traceCategory: attr?.traceCategory[device],
+      traceSite: attr?.traceSite[device],
+      blockCategory: attr?.blockCategory,
+      blockSite: attr?.blockSite,
+      categoryCount: this.categoryNames().length,
+    });
+    let monotone = replay.hasTime;
+    for (let i = 1; monotone && i < replay.length; i++) if (replay.x[i] < replay.x[i - 1]) monotone = false;
+    const siteIds = new Map<string, number[]>();
+    attr?.sites.forEach((s, i) => {
+      const list = siteIds.get(s.key);
+      if (list) list.push(i);
+      else siteIds.set(s.key, [i]);
+    });
+    d = { replay, timeAxis: monotone, yMax: timelineYMax(replay), rank: null, siteIds };
+    this.devices.set(device, d);
+    return d;
+  }
+
+  panel(device: number): PanelAnswer {
+    const model = this.requireModel();
+    const names = this.categoryNames();
+    const errors: string[] = [];
+    let d: DeviceState | null = null;
+    try {
+      d = this.device(device);
+    } catch (e) {
+      errors.push(`The trace of device ${device} could not be replayed: ${message(e)}`);
+    }
+    try {
+      this.report ??= buildPanelReport(model, this.attribution, this.counters);
+    } catch (e) {
+      errors.push(`The report could not be built: ${message(e)}`);
+    }
+    let replayReport = null;
+    try {
+      const replays = new Map<number, Replay>();
+      for (let t = 0; t < model.traces.length; t++) {
+        if (model.traces[t].length > 0) replays.set(t, this.device(t).replay);
+      }
+      replayReport = buildReplayReport(model, this.attribution, this.counters, replays);
+    } catch (e) {
+      errors.push(`The peak could not be computed: ${message(e)}`);
+    }
+    return {
+      device,
+      categories: names.map((name, id) => ({ id, name })),
+      report: this.report,
+      replayReport,
+      replay: d ? this.replayFacts(model, d) : null,
+      countersFile: this.countersFile,
+      errors,
+    };
+  }
+
+  private replayFacts(model: SnapshotModel, d: DeviceState): ReplayFacts | null {
+    const r = d.replay;
+    if (r.length === 0) return null;
+    const n = r.length;
+    const peak = r.peakEvent ?? n - 1;
+    const peakComp = compositionAt(r, peak);
+    const endComp = compositionAt(r, n - 1);
+    const x = (i: number) => (d.timeAxis ? r.x[i] : i);
+    const markers: Marker[] = [];
+    markers.push({ kind: "peak", event: peak, timeUs: x(peak), label: "peak" });
+    for (const m of r.markers.oom)
+      markers.push({ kind: "oom", event: m.eventIndex, timeUs: x(m.eventIndex), label: "OOM" });
+    for (const m of r.markers.snapshot) {
+      markers.push({ kind: "snapshot", event: m.eventIndex, timeUs: x(m.eventIndex), label: "_snapshot()" });
+    }
+    for (const a of r.markers.annotations) {
+      if (a.startEvent !== null) {
+        markers.push({
+          kind: "annotation",
+          event: a.startEvent,
+          timeUs: a.startUs ?? x(a.startEvent),
+          label: a.name,
+        });
+      }
+    }
+    for (const a of r.markers.annotate) {
+      markers.push({
+        kind: "annotation",
+        event: a.eventIndex,
+        timeUs: x(a.eventIndex),
+        label: a.text ?? "annotate",
+      });
+    }
+    let maxReserved = r.initial.reservedBytes;
+    for (let i = 0; i < n; i++) if (r.reserved[i] > maxReserved) maxReserved = r.reserved[i];
+    const settings = model.allocatorSettings ?? {};
+    const overflowed = settings.trace_alloc_overflowed === true;
+    const lostStart = r.anomalies.freesOfAllocationsBeforeTrace;
+    const maxEntries = settings.trace_alloc_max_entries;
+    let truncationNote: string | null = null;
+    if (overflowed) {
+      truncationNote = `The trace ring buffer overflowed${typeof maxEntries === "number" ? ` (it keeps the newest ${maxEntries.toLocaleString("en-US")} entries)` : ""}: the start of the run is missing, and what was alive before it is reconstructed from the snapshot.`;
+    } else if (lostStart > 0) {
+      truncationNote = `The trace starts mid-run: ${lostStart.toLocaleString("en-US")} frees are of allocations made before it (the ring buffer kept only the newest entries, or recording began late). Blocks alive before the trace are reconstructed from the snapshot.`;
+    }
+    return {
+      events: n,
+      hasTime: d.timeAxis,
+      t0: x(0),
+      t1: x(n - 1),
+      peakEvent: peak,
+      peakTimeUs: x(peak),
+      peakBytes: r.peakAllocatedBytes,
+      peakByCategory: Array.from(peakComp.byCategory),
+      endByCategory: Array.from(endComp.byCategory),
+      endBytes: r.allocated[n - 1],
+      maxReservedBytes: maxReserved,
+      truncated: truncationNote !== null,
+      truncationNote,
+      measure: "rounded",
+      markers,
+    };
+  }
+
+  timeline(q: TimelineQuery): TimelineAnswer {
+    const d = this.device(q.device);
+    const axis = q.axis === "time" && d.timeAxis ? "time" : "event";
+    return computeTimeline(d.replay, { ...q, axis }, d.yMax);
+  }
+
+  bands(q: BandsQuery): BandsAnswer {
+    const d = this.device(q.device);
+    d.rank ??= stackRanks(d.replay);
+    const axis = q.axis === "time" && d.timeAxis ? "time" : "event";
+    return computeBands(d.replay, d.rank, { ...q, axis });
+  }
+
+  private ruleOf(ruleIndex: number): { rule: string | null; ruleDetail: string | null } {
+    const r = this.attribution?.rules[ruleIndex];
+    return r ? { rule: r.name, ruleDetail: r.description } : { rule: null, ruleDetail: null };
+  }
+
+  private siteLabel(site: number): string | null {
+    if (site < 0) return null;
+    return this.attribution?.sites[site]?.label ?? null;
+  }
+
+  private siteFrame(site: number): FrameText | null {
+    const s = site >= 0 ? this.attribution?.sites[site] : undefined;
+    return s && s.frameIndex >= 0 ? { filename: s.filename, line: s.line, name: s.name } : null;
+  }
+
+  allocation(device: number, k: number): AllocationDetail | null {
+    const model = this.requireModel();
+    const d = this.device(device);
+    const A = d.replay.allocations;
+    if (k < 0 || k >= A.length) return null;
+    const attr = this.attribution;
+    const allocEvent = A.allocEvent[k];
+    let rule = this.ruleOf(-1);
+    if (attr) {
+      if (allocEvent >= 0) rule = this.ruleOf(attr.traceRule[device]?.[allocEvent] ?? -1);
+      else if (A.block[k] >= 0) rule = this.ruleOf(attr.blockRule[A.block[k]]);
+      else rule = this.ruleOf(attr.stackRule[A.stack[k]]);
+    }
+    const trace = model.traces[device];
+    const free = A.freeCompletedEvent[k];
+    const x = (i: number) => (i >= 0 && i < d.replay.length ? d.replay.x[i] : Number.NaN);
+    const stack = A.stack[k];
+    return {
+      alloc: k,
+      device,
+      addr: A.address[k],
+      sizeBytes: A.sizeBytes[k],
+      category: this.categoryNames()[A.category[k]] ?? "unknown",
+      site: this.siteLabel(A.site[k]),
+      ...rule,
+      allocEvent,
+      freeEvent: free === NEVER ? -1 : free,
+      allocTimeUs: d.timeAxis ? x(allocEvent) : Number.NaN,
+      freeTimeUs: d.timeAxis && free !== NEVER ? x(free) : Number.NaN,
+      stream: A.stream[k],
+      compileContext:
+        trace && allocEvent >= 0 ? (model.strings[trace.compileContext[allocEvent]] ?? null) : null,
+      userMetadata: trace && allocEvent >= 0 ? (model.strings[trace.userMetadata[allocEvent]] ?? null) : null,
+      stack: stackView(model, stack, this.siteFrame(A.site[k])),
+      emptyStackReason:
+        stack === 0
+          ? allocEvent < 0
+            ? emptyStackReason(model, "reconstructed")
+            : emptyStackReason(model, "trace")
+          : null,
+    };
+  }
+
+  siteAllocations(device: number, siteKey: string): Int32Array {
+    const d = this.device(device);
+    const sites = new Set(d.siteIds.get(siteKey) ?? []);
+    if (sites.size === 0) return new Int32Array(0);
+    const A = d.replay.allocations;
+    const out: number[] = [];
+    for (let k = 0; k < A.length; k++) if (sites.has(A.site[k])) out.push(k);
+    return Int32Array.from(out);
+  }
+
+  segmentMap(q: SegmentMapQuery): SegmentMapAnswer {
+    const model = this.requireModel();
+    const d = this.device(q.device);
+    const sites = new Set(q.highlightSite ? (d.siteIds.get(q.highlightSite) ?? []) : []);
+    const answer =
+      q.event === null || d.replay.length === 0
+        ? this.snapshotMap(model, q.device, sites)
+        : this.replayMap(
+            model,
+            d,
+            q.device,
+            Math.max(-1, Math.min(d.replay.length - 1, Math.floor(q.event))),
+            sites,
+          );
+    answer.stats = mapStats(answer);
+    return answer;
+  }
+
+  private snapshotMap(model: SnapshotModel, device: number, sites: Set<number>): SegmentMapAnswer {
+    const seg = model.segments;
+    const blk = model.blocks;
+    const ids: number[] = [];
+    for (let s = 0; s < seg.length; s++) if (seg.device[s] === device) ids.push(s);
+    ids.sort((a, b) => seg.address[a] - seg.address[b]);
+    let nb = 0;
+    for (const s of ids) nb += seg.blockCount[s];
+    const S = ids.length;
+    const a = emptyMap(S, nb);
+    a.event = null;
+    a.fromSnapshot = true;
+    const blockCategory = this.attribution?.blockCategory;
+    let j = 0;
+    ids.forEach((s, i) => {
+      a.segAddress[i] = seg.address[s];
+      a.segSize[i] = seg.totalSizeBytes[s];
+      a.segFlags[i] =
+        (seg.poolId0[s] !== 0 || seg.poolId1[s] !== 0 ? 1 : 0) |
+        (seg.isExpandable[s] ? 2 : 0) |
+        (seg.segmentType[s] === 0 ? 4 : 0);
+      a.segStream[i] = seg.stream[s];
+      a.segFirstBlock[i] = j;
+      a.segBlockCount[i] = seg.blockCount[s];
+      const first = seg.firstBlock[s];
+      for (let b = first; b < first + seg.blockCount[s]; b++, j++) {
+        a.blockOffset[j] = blk.address[b] - seg.address[s];
+        a.blockSize[j] = blk.sizeBytes[b];
+        a.blockRequested[j] = blk.requestedSizeBytes[b];
+        a.blockState[j] = blk.state[b];
+        a.blockCategory[j] = blockCategory ? blockCategory[b] : 0;
+        a.blockRef[j] = b;
+        a.blockHighlight[j] =
+          sites.size > 0 && this.attribution && sites.has(this.attribution.blockSite[b]) ? 1 : 0;
+      }
+    });
+    return a;
+  }
+
+  private replayMap(
+    model: SnapshotModel,
+    d: DeviceState,
+    device: number,
+    ev: number,
+    sites: Set<number>,
+  ): SegmentMapAnswer {
+    const st = stateAt(d.replay, ev);
+    const R = st.regions;
+    // Count blocks per region, plus the free gaps between them.
+    const perRegion: number[][] = Array.from({ length: R.length }, () => []);
+    for (let j = 0; j < st.allocation.length; j++) if (st.region[j] >= 0) perRegion[st.region[j]].push(j);
+    let nb = 0;
+    for (let g = 0; g < R.length; g++) nb += perRegion[g].length * 2 + 1;
+    const a = emptyMap(R.length, nb);
+    a.event = ev;
+    a.fromSnapshot = false;
+    // Segment flags from the final segments covering the region (pools and streams do not move).
+    const seg = model.segments;
+    const segIds: number[] = [];
+    for (let s = 0; s < seg.length; s++) if (seg.device[s] === device) segIds.push(s);
+    segIds.sort((p, q) => seg.address[p] - seg.address[q]);
+    const findSeg = (addr: number) => {
+      let lo = 0;
+      let hi = segIds.length - 1;
+      let found = -1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >>> 1;
+        if (seg.address[segIds[mid]] <= addr) {
+          found = segIds[mid];
+          lo = mid + 1;
+        } else hi = mid - 1;
+      }
+      return found >= 0 && addr < seg.address[found] + seg.totalSizeBytes[found] ? found : -1;
+    };
+    let j = 0;
+    let orphans = 0;
+    for (let g = 0; g < R.length; g++) {
+      const start = R.start[g];
+      const size = R.end[g] - start;
+      a.segAddress[g] = start;
+      a.segSize[g] = size;
+      const s = findSeg(start);
+      a.segFlags[g] =
+        (s >= 0 && (seg.poolId0[s] !== 0 || seg.poolId1[s] !== 0) ? 1 : 0) |
+        (R.expandable[g] ? 2 : 0) |
+        (s >= 0 && seg.segmentType[s] === 0 ? 4 : size <= 2 << 20 && s < 0 ? 4 : 0);
+      a.segStream[g] = s >= 0 ? seg.stream[s] : -1;
+      a.segFirstBlock[g] = j;
+      let pos = 0;
+      for (const b of perRegion[g]) {
+        const off = st.address[b] - start;
+        if (off > pos) j = pushBlock(a, j, pos, off - pos, Number.NaN, 0, -1, -1);
+        a.blockHighlight[j] = sites.has(st.site[b]) ? 1 : 0;
+        j = pushBlock(
+          a,
+          j,
+          off,
+          st.sizeBytes[b],
+          st.requestedBytes[b],
+          st.pendingFree[b] ? 2 : 1,
+          st.category[b],
+          st.allocation[b],
+        );
+        pos = Math.max(pos, off + st.sizeBytes[b]);
+      }
+      if (pos < size) j = pushBlock(a, j, pos, size - pos, Number.NaN, 0, -1, -1);
+      a.segBlockCount[g] = j - a.segFirstBlock[g];
+    }
+    for (let b = 0; b < st.region.length; b++) if (st.region[b] < 0) orphans++;
+    a.blocks = j;
+    a.note =
+      orphans > 0
+        ? `${orphans} live blocks fall outside every reserved segment at this moment (the trace lost their segment's allocation).`
+        : null;
+    return trimMap(a);
+  }
+
+  block(q: SegmentMapQuery, ref: number): BlockDetail | null {
+    const model = this.requireModel();
+    if (ref < 0) return null;
+    const names = this.categoryNames();
+    const attr = this.attribution;
+    if (q.event === null) {
+      const blk = model.blocks;
+      if (ref >= blk.length) return null;
+      const s = blk.segment[ref];
+      const stack = blk.stack[ref];
+      return {
+        address: blk.address[ref],
+        sizeBytes: blk.sizeBytes[ref],
+        requestedBytes: blk.requestedSizeBytes[ref],
+        state: BLOCK_STATE_NAMES[blk.state[ref]] ?? "unknown",
+        category: attr ? (names[attr.blockCategory[ref]] ?? "unknown") : "unknown",
+        site: attr ? this.siteLabel(attr.blockSite[ref]) : null,
+        ...this.ruleOf(attr ? attr.blockRule[ref] : -1),
+        segmentAddress: model.segments.address[s],
+        segmentSize: model.segments.totalSizeBytes[s],
+        stream: model.segments.stream[s],
+        stack: stackView(model, stack, attr ? this.siteFrame(attr.blockSite[ref]) : null),
+        emptyStackReason: stack === 0 && blk.state[ref] !== 0 ? emptyStackReason(model, "block") : null,
+      };
+    }
+    const det = this.allocation(q.device, ref);
+    if (!det) return null;
+    const d = this.device(q.device);
+    const A = d.replay.allocations;
+    const ev = q.event;
+    const pending = A.freeRequestedEvent[ref] !== NEVER && A.freeRequestedEvent[ref] <= ev;
+    return {
+      address: det.addr,
+      sizeBytes: det.sizeBytes,
+      requestedBytes: A.requestedBytes[ref],
+      state: pending ? "active_pending_free" : "active_allocated",
+      category: det.category,
+      site: det.site,
+      rule: det.rule,
+      ruleDetail: det.ruleDetail,
+      segmentAddress: Number.NaN,
+      segmentSize: Number.NaN,
+      stream: det.stream,
+      stack: det.stack,
+      emptyStackReason: det.emptyStackReason,
+    };
+  }
+
+  fullStack(q: FullStackQuery): FrameText[] {
+    const model = this.requireModel();
+    if (q.kind === "block" && q.event === null) {
+      return q.ref >= 0 && q.ref < model.blocks.length ? fullStack(model, model.blocks.stack[q.ref]) : [];
+    }
+    const A = this.device(q.device).replay.allocations;
+    return q.ref >= 0 && q.ref < A.length ? fullStack(model, A.stack[q.ref]) : [];
+  }
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+function emptyMap(S: number, B: number): SegmentMapAnswer {
+  return {
+    event: null,
+    segments: S,
+    segAddress: new Float64Array(S),
+    segSize: new Float64Array(S),
+    segFlags: new Uint8Array(S),
+    segStream: new Int32Array(S),
+    segFirstBlock: new Int32Array(S),
+    segBlockCount: new Int32Array(S),
+    blocks: B,
+    blockOffset: new Float64Array(B),
+    blockSize: new Float64Array(B),
+    blockRequested: new Float64Array(B),
+    blockState: new Uint8Array(B),
+    blockCategory: new Int32Array(B),
+    blockRef: new Int32Array(B),
+    blockHighlight: new Uint8Array(B),
+    fromSnapshot: true,
+    note: null,
+    stats: {
+      reservedBytes: 0,
+      allocatedBytes: 0,
+      pendingFreeBytes: 0,
+      freeBytes: 0,
+      largestFreeBytes: 0,
+      roundingWasteBytes: 0,
+      privatePoolSegments: 0,
+      expandableSegments: 0,
+    },
+  };
+}
+
+function mapStats(a: SegmentMapAnswer): SegmentMapAnswer["stats"] {
+  const s = { ...a.stats };
+  for (let i = 0; i < a.segments; i++) {
+    s.reservedBytes += a.segSize[i];
+    if (a.segFlags[i] & 1) s.privatePoolSegments++;
+    if (a.segFlags[i] & 2) s.expandableSegments++;
+  }
+  for (let j = 0; j < a.blocks; j++) {
+    const size = a.blockSize[j];
+    const st = a.blockState[j];
+    if (st === 1) {
+      s.allocatedBytes += size;
+      const r = a.blockRequested[j];
+      if (Number.isFinite(r) && r < size) s.roundingWasteBytes += size - r;
+    } else if (st === 2) s.pendingFreeBytes += size;
+    else if (st === 0) {
+      s.freeBytes += size;
+      if (size > s.largestFreeBytes) s.largestFreeBytes = size;
+    }
+  }
+  return s;
+}
+
+function pushBlock(
+  a: SegmentMapAnswer,
+  j: number,
+  offset: number,
+  size: number,
+  requested: number,
+  state: number,
+  category: number,
+  ref: number,
+): number {
+  a.blockOffset[j] = offset;
+  a.blockSize[j] = size;
+  a.blockRequested[j] = requested;
+  a.blockState[j] = state;
+  a.blockCategory[j] = category;
+  a.blockRef[j] = ref;
+  return j + 1;
+}
+
+function trimMap(a: SegmentMapAnswer): SegmentMapAnswer {
+  const B = a.blocks;
+  return {
+    ...a,
+    blockOffset: a.blockOffset.slice(0, B),
+    blockSize: a.blockSize.slice(0, B),
+    blockRequested: a.blockRequested.slice(0, B),
+    blockState: a.blockState.slice(0, B),
+    blockCategory: a.blockCategory.slice(0, B),
+    blockRef: a.blockRef.slice(0, B),
+    blockHighlight: a.blockHighlight.slice(0, B),
+  };
+}

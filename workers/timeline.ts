@@ -1,0 +1,118 @@
+// Timeline buckets: one per pixel, computed from a device's replay columns (state after each event).
+// For each bucket: min and max of allocated over the bucket (including the state carried in from the
+// left), the composition by category at the max, and reserved's max. Never one value per event to the page.
+
+import type { Replay } from "../src/core/replay/types";
+import type { TimelineAnswer, TimelineQuery } from "./api";
+
+/** The x of each event on an axis: the replay's x (time_us) for "time", the index for "event". */
+export function axisX(replay: Replay, axis: "time" | "event"): (i: number) => number {
+  if (axis === "time" && replay.hasTime) {
+    const x = replay.x;
+    return (i) => x[i];
+  }
+  return (i) => i;
+}
+
+/** First event index with x ≥ v (events sorted by x). */
+export function lowerBound(n: number, x: (i: number) => number, v: number): number {
+  let lo = 0;
+  let hi = n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (x(mid) < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function computeTimeline(replay: Replay, q: TimelineQuery, yMax: number): TimelineAnswer {
+  const B = Math.max(1, Math.min(20000, Math.floor(q.buckets)));
+  const C = replay.categoryCount;
+  const allocMin = new Float64Array(B).fill(Number.NaN);
+  const allocMax = new Float64Array(B).fill(Number.NaN);
+  const reservedMax = new Float64Array(B).fill(Number.NaN);
+  const byCategory = new Float64Array(B * C).fill(Number.NaN);
+  const firstEvent = new Int32Array(B).fill(-1);
+  const lastEvent = new Int32Array(B).fill(-1);
+  const n = replay.length;
+  const answer: TimelineAnswer = {
+    buckets: B,
+    categories: C,
+    allocMin,
+    allocMax,
+    reservedMax,
+    byCategory,
+    firstEvent,
+    lastEvent,
+    yMax,
+  };
+  if (n === 0 || !(q.x1 > q.x0)) return answer;
+  const x = axisX(replay, q.axis);
+  const { allocated, reserved, allocatedByCategory } = replay;
+  const w = (q.x1 - q.x0) / B;
+  const xFirst = x(0);
+  const xLast = x(n - 1);
+  // Event index where the scan starts: the first event at or after x0.
+  let i = lowerBound(n, x, q.x0);
+  for (let b = 0; b < B; b++) {
+    const bx0 = q.x0 + b * w;
+    const bx1 = bx0 + w;
+    // Outside the trace's extent: nothing to draw.
+    if (bx1 <= xFirst || bx0 > xLast) continue;
+    // The state carried into the bucket: after the last event before it (or the initial state).
+    let min: number;
+    let max: number;
+    let rmax: number;
+    let argmax: number; // event index of the max, -1 = initial state
+    const prev = i - 1;
+    if (prev >= 0) {
+      min = max = allocated[prev];
+      rmax = reserved[prev];
+      argmax = prev;
+    } else {
+      min = max = replay.initial.allocatedBytes;
+      rmax = replay.initial.reservedBytes;
+      argmax = -1;
+    }
+    let first = -1;
+    let last = -1;
+    while (i < n && x(i) < bx1) {
+      const a = allocated[i];
+      if (first < 0) first = i;
+      last = i;
+      if (a > max) {
+        max = a;
+        argmax = i;
+      }
+      if (a < min) min = a;
+      if (reserved[i] > rmax) rmax = reserved[i];
+      i++;
+    }
+    // Before the first event's bucket, draw nothing (prev < 0 and no event yet).
+    if (first < 0 && prev < 0) continue;
+    allocMin[b] = min;
+    allocMax[b] = max;
+    reservedMax[b] = rmax;
+    firstEvent[b] = first;
+    lastEvent[b] = last >= 0 ? last : prev;
+    const row = b * C;
+    if (argmax >= 0) {
+      for (let c = 0; c < C; c++) byCategory[row + c] = allocatedByCategory[c][argmax];
+    } else {
+      for (let c = 0; c < C; c++) byCategory[row + c] = replay.initial.byCategory[c] ?? 0;
+    }
+  }
+  return answer;
+}
+
+/** The y scale's top: the largest allocated or reserved value anywhere in the trace. */
+export function timelineYMax(replay: Replay): number {
+  let m = Math.max(replay.initial.allocatedBytes, replay.initial.reservedBytes);
+  const { allocated, reserved } = replay;
+  for (let i = 0; i < replay.length; i++) {
+    if (allocated[i] > m) m = allocated[i];
+    if (reserved[i] > m) m = reserved[i];
+  }
+  return m;
+}
