@@ -1,0 +1,76 @@
+// Open-addressing hash map from a byte address (a float64 up to ~2^47) to an int32, for the hot
+// replay loop: JS Maps keyed by non-Smi numbers box every key. No deletion: a key stays once seen
+// (the replay stores -1 for "no allocation open there" and reads presence as "the trace touched it").
+
+const EMPTY = Number.NaN;
+
+export class AddressMap {
+  keys: Float64Array;
+  values: Int32Array;
+  private mask: number;
+  size = 0;
+
+  /** `expected`: a guess at the number of distinct addresses; the table grows past it. */
+  constructor(expected: number) {
+    let cap = 16;
+    while (cap < expected * 2) cap *= 2;
+    this.keys = new Float64Array(cap).fill(EMPTY);
+    this.values = new Int32Array(cap);
+    this.mask = cap - 1;
+  }
+
+  private static hash(addr: number): number {
+    // Addresses are 512-byte aligned and below 2^48: fold the high part in, then a murmur3 finalizer.
+    const hi = (addr / 4294967296) | 0;
+    let h = ((addr - hi * 4294967296) | 0) ^ Math.imul(hi, 0x9e3779b1);
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+    return h ^ (h >>> 16);
+  }
+
+  /** Slot holding `addr`, or -1. */
+  find(addr: number): number {
+    const keys = this.keys;
+    let i = AddressMap.hash(addr) & this.mask;
+    for (;;) {
+      const k = keys[i];
+      if (k === addr) return i;
+      if (Number.isNaN(k)) return -1; // NaN: empty
+      i = (i + 1) & this.mask;
+    }
+  }
+
+  /** Slot holding `addr`, inserting it with `initial` when absent. */
+  slot(addr: number, initial: number): number {
+    const keys = this.keys;
+    let i = AddressMap.hash(addr) & this.mask;
+    for (;;) {
+      const k = keys[i];
+      if (k === addr) return i;
+      if (Number.isNaN(k)) break;
+      i = (i + 1) & this.mask;
+    }
+    if ((this.size + 1) * 2 > keys.length) {
+      this.grow();
+      return this.slot(addr, initial);
+    }
+    keys[i] = addr;
+    this.values[i] = initial;
+    this.size++;
+    return i;
+  }
+
+  private grow(): void {
+    const oldKeys = this.keys;
+    const oldValues = this.values;
+    const cap = oldKeys.length * 2;
+    this.keys = new Float64Array(cap).fill(EMPTY);
+    this.values = new Int32Array(cap);
+    this.mask = cap - 1;
+    this.size = 0;
+    for (let i = 0; i < oldKeys.length; i++) {
+      const k = oldKeys[i];
+      if (!Number.isNaN(k)) this.values[this.slot(k, 0)] = oldValues[i];
+    }
+  }
+}

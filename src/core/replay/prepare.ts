@@ -1,0 +1,1248 @@
+// Replays one device's trace forwards from a reconstructed start state, so that it ends in exactly
+// the snapshot's `segments` state. See README.md for the semantics.
+
+import {
+  Action,
+  BlockState,
+  EMPTY_STACK,
+  KNOWN_ACTIONS,
+  NO_STRING,
+  type SnapshotModel,
+  type TraceTable,
+} from "../model/types";
+import { AddressMap } from "./addr-map";
+import {
+  applySegmentEvent,
+  buildExtents,
+  fitRegionEndAt,
+  type IntervalState,
+  initialIntervalState,
+  intervalOf,
+  type ReservedExtents,
+} from "./extents";
+import {
+  fittedBlockSize,
+  fittedBlockSizeAtStart,
+  MIN_BLOCK_BYTES,
+  type RoundingSettings,
+  roundingSettings,
+  roundRequest,
+  SMALL_SIZE_BYTES,
+} from "./rounding";
+import {
+  type AllocationTable,
+  type AnnotationSpan,
+  BEFORE_TRACE,
+  type CheckResult,
+  type EndStateComparison,
+  NEVER,
+  Origin,
+  type PrepareOptions,
+  type Replay,
+  type ReplayAnomalies,
+  type ReplayMarkers,
+  type ReplayTotals,
+  SITE_BEFORE_TRACE,
+  SizeSource,
+  type TextRegion,
+} from "./types";
+
+const DEFAULT_CHECKPOINT_EVERY = 1024;
+
+function newAllocationTable(cap: number): AllocationTable {
+  return {
+    length: 0,
+    address: new Float64Array(cap),
+    requestedBytes: new Float64Array(cap),
+    sizeBytes: new Float64Array(cap),
+    sizeSource: new Uint8Array(cap),
+    origin: new Uint8Array(cap),
+    allocEvent: new Int32Array(cap),
+    freeRequestedEvent: new Int32Array(cap),
+    freeCompletedEvent: new Int32Array(cap),
+    category: new Uint8Array(cap),
+    site: new Int32Array(cap),
+    stack: new Int32Array(cap),
+    stream: new Int32Array(cap),
+    block: new Int32Array(cap),
+  };
+}
+
+/** Views of the first `length` rows (capacity is close to the length: no copy). */
+function trimAllocationTable(t: AllocationTable): AllocationTable {
+  const n = t.length;
+  return {
+    length: n,
+    address: t.address.subarray(0, n),
+    requestedBytes: t.requestedBytes.subarray(0, n),
+    sizeBytes: t.sizeBytes.subarray(0, n),
+    sizeSource: t.sizeSource.subarray(0, n),
+    origin: t.origin.subarray(0, n),
+    allocEvent: t.allocEvent.subarray(0, n),
+    freeRequestedEvent: t.freeRequestedEvent.subarray(0, n),
+    freeCompletedEvent: t.freeCompletedEvent.subarray(0, n),
+    category: t.category.subarray(0, n),
+    site: t.site.subarray(0, n),
+    stack: t.stack.subarray(0, n),
+    stream: t.stream.subarray(0, n),
+    block: t.block.subarray(0, n),
+  };
+}
+
+function growAllocationTable(t: AllocationTable, cap: number): AllocationTable {
+  const g = newAllocationTable(cap);
+  g.length = t.length;
+  g.address.set(t.address);
+  g.requestedBytes.set(t.requestedBytes);
+  g.sizeBytes.set(t.sizeBytes);
+  g.sizeSource.set(t.sizeSource);
+  g.origin.set(t.origin);
+  g.allocEvent.set(t.allocEvent);
+  g.freeRequestedEvent.set(t.freeRequestedEvent);
+  g.freeCompletedEvent.set(t.freeCompletedEvent);
+  g.category.set(t.category);
+  g.site.set(t.site);
+  g.stack.set(t.stack);
+  g.stream.set(t.stream);
+  g.block.set(t.block);
+  return g;
+}
+
+/**
+ * Addresses of the active large (> 1 MiB) blocks, bucketed by the elementary reserved interval that
+ * holds them: the next active block after an address within its segment is a scan of a few buckets.
+ */
+class LargeBlocks {
+  private readonly buckets: (number[] | null)[];
+  /** Interval of each allocation added (-1: outside every interval). */
+  private readonly intervalOfAlloc: Int32Array;
+  constructor(
+    private readonly bounds: Float64Array,
+    allocations: number,
+  ) {
+    this.buckets = new Array(Math.max(0, bounds.length - 1)).fill(null);
+    this.intervalOfAlloc = new Int32Array(allocations);
+  }
+  /** Adds allocation k at `addr` in interval j (from intervalOf). */
+  add(k: number, addr: number, j: number): void {
+    this.intervalOfAlloc[k] = j;
+    if (j < 0) return;
+    const b = this.buckets[j];
+    if (b) b.push(addr);
+    else this.buckets[j] = [addr];
+  }
+  remove(k: number, addr: number): void {
+    const j = this.intervalOfAlloc[k];
+    const b = j < 0 ? null : this.buckets[j];
+    if (!b) return;
+    const p = b.indexOf(addr);
+    if (p < 0) return;
+    b[p] = b[b.length - 1];
+    b.pop();
+  }
+  /** Smallest active large-block address above `addr` (in interval j) and below `end`; +Infinity if none. */
+  after(addr: number, j: number, end: number): number {
+    const bounds = this.bounds;
+    let best = Number.POSITIVE_INFINITY;
+    for (j = Math.max(0, j); j < this.buckets.length && bounds[j] < end; j++) {
+      const b = this.buckets[j];
+      if (b) for (let q = 0; q < b.length; q++) if (b[q] > addr && b[q] < best) best = b[q];
+      if (best !== Number.POSITIVE_INFINITY) return best;
+    }
+    return best;
+  }
+}
+
+function str(model: SnapshotModel, id: number): string | null {
+  return id === NO_STRING || id < 0 ? null : (model.strings[id] ?? null);
+}
+
+/** Runs of consecutive events with the same string id (absent ids and skipped strings dropped). */
+class RegionTracker {
+  readonly regions: TextRegion[] = [];
+  private cur = NO_STRING;
+  private start = 0;
+  private last = 0;
+  constructor(
+    private readonly model: SnapshotModel,
+    private readonly skip: (s: string) => boolean,
+  ) {}
+  at(v: number, i: number): void {
+    if (v !== this.cur) {
+      this.flush();
+      this.cur = v;
+      this.start = i;
+    }
+    this.last = i;
+  }
+  private flush(): void {
+    const s = str(this.model, this.cur);
+    if (s !== null && !this.skip(s))
+      this.regions.push({ text: s, startEvent: this.start, endEvent: this.last });
+  }
+  finish(): TextRegion[] {
+    this.flush();
+    this.cur = NO_STRING;
+    return this.regions;
+  }
+}
+
+/** First index i with x[i] >= t (x ascending), or null past the end. */
+export function eventAtOrAfter(x: Float64Array, t: number): number | null {
+  let lo = 0;
+  let hi = x.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (x[mid] < t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < x.length ? lo : null;
+}
+
+function annotationSpans(
+  model: SnapshotModel,
+  device: number,
+  x: Float64Array,
+  hasTime: boolean,
+): AnnotationSpan[] {
+  const anns = model.annotations
+    .map((a, i) => ({ a, i }))
+    .filter(({ a }) => a.device === device)
+    .sort((p, q) => (p.a.timeUs - q.a.timeUs || p.i - q.i) as number);
+  const open = new Map<string, AnnotationSpan[]>();
+  const spans: AnnotationSpan[] = [];
+  const ev = (t: number) => (hasTime && Number.isFinite(t) ? eventAtOrAfter(x, t) : null);
+  for (const { a } of anns) {
+    const t = Number.isFinite(a.timeUs) ? a.timeUs : null;
+    if (a.stage === "START") {
+      const span: AnnotationSpan = {
+        name: a.name,
+        startUs: t,
+        endUs: null,
+        startEvent: ev(a.timeUs),
+        endEvent: null,
+      };
+      spans.push(span);
+      let stack = open.get(a.name);
+      if (!stack) open.set(a.name, (stack = []));
+      stack.push(span);
+    } else {
+      const span = open.get(a.name)?.pop();
+      if (span) {
+        span.endUs = t;
+        span.endEvent = ev(a.timeUs);
+      } else spans.push({ name: a.name, startUs: null, endUs: t, startEvent: null, endEvent: ev(a.timeUs) });
+    }
+  }
+  return spans;
+}
+
+interface Paired {
+  table: AllocationTable;
+  count: number;
+  eventAllocation: Int32Array;
+  /** What each event does to its allocation (Kind). */
+  eventKind: Uint8Array;
+  implicitCloses: Map<number, number>;
+  map: AddressMap;
+}
+
+/** What an event does to its allocation, decided by pass 1. */
+const Kind = {
+  none: 0,
+  /** opens the allocation: allocated and active grow */
+  alloc: 1,
+  /** the user's free: allocated shrinks */
+  freeRequested: 2,
+  /** the block returns to the pool: active shrinks */
+  freeCompleted: 3,
+  /** free_completed with no free_requested before it: both shrink */
+  freeBoth: 4,
+} as const;
+
+/** Pass 1: pairs alloc / free_requested / free_completed entries by (address, ordinal). */
+function pairEntries(
+  n: number,
+  action: Uint8Array,
+  isWorkspace: Uint8Array,
+  addrCol: Float64Array,
+  sizeCol: Float64Array,
+  capacity: number,
+  anomalies: ReplayAnomalies,
+): Paired {
+  let A = newAllocationTable(capacity);
+  let pAddr = A.address;
+  let pReq = A.requestedBytes;
+  let pFreeReq = A.freeRequestedEvent;
+  let pFreeComp = A.freeCompletedEvent;
+  let pAllocEv = A.allocEvent;
+  let pOrigin = A.origin;
+  let count = 0;
+  const eventAllocation = new Int32Array(n).fill(-1);
+  const eventKind = new Uint8Array(n);
+  const implicitCloses = new Map<number, number>();
+  // Addresses are reused heavily: start small (cache-resident) and let the table grow.
+  const map = new AddressMap(Math.min(capacity, 4096));
+  for (let i = 0; i < n; i++) {
+    const a = action[i];
+    if (a > Action.free_completed || isWorkspace[i]) continue;
+    const addr = addrCol[i];
+    if (Number.isNaN(addr)) {
+      anomalies.entriesWithoutAddress++;
+      continue;
+    }
+    const slot = map.slot(addr, -1);
+    const values = map.values;
+    const open = values[slot];
+    let k = open;
+    if (a === Action.alloc || open < 0) {
+      // A new allocation: this alloc, or one made before the trace that this free reveals.
+      if (count === pAddr.length) {
+        A.length = count;
+        A = growAllocationTable(A, Math.ceil(count * 1.5) + 1024);
+        pAddr = A.address;
+        pReq = A.requestedBytes;
+        pFreeReq = A.freeRequestedEvent;
+        pFreeComp = A.freeCompletedEvent;
+        pAllocEv = A.allocEvent;
+        pOrigin = A.origin;
+      }
+      k = count++;
+      pAddr[k] = addr;
+      pReq[k] = sizeCol[i];
+      pFreeReq[k] = NEVER;
+      pFreeComp[k] = NEVER;
+      eventAllocation[i] = k;
+      if (a === Action.alloc) {
+        eventKind[i] = Kind.alloc;
+        pOrigin[k] = Origin.trace;
+        pAllocEv[k] = i;
+        if (open >= 0) {
+          anomalies.allocOverLive++;
+          if (pFreeReq[open] === NEVER) pFreeReq[open] = i;
+          pFreeComp[open] = i;
+          implicitCloses.set(i, open);
+        }
+        values[slot] = k;
+      } else if (a === Action.free_requested) {
+        eventKind[i] = Kind.freeRequested;
+        pOrigin[k] = Origin.beforeTraceFreed;
+        pAllocEv[k] = BEFORE_TRACE;
+        pFreeReq[k] = i;
+        values[slot] = k;
+        anomalies.freesOfAllocationsBeforeTrace++;
+      } else {
+        eventKind[i] = Kind.freeCompleted;
+        pOrigin[k] = Origin.beforeTracePending;
+        pAllocEv[k] = BEFORE_TRACE;
+        pFreeReq[k] = BEFORE_TRACE;
+        pFreeComp[k] = i;
+        anomalies.freesOfAllocationsBeforeTrace++;
+      }
+      continue;
+    }
+    eventAllocation[i] = k;
+    if (a === Action.free_requested) {
+      if (pFreeReq[k] !== NEVER) anomalies.repeatedFreeRequested++;
+      else {
+        pFreeReq[k] = i;
+        eventKind[i] = Kind.freeRequested;
+      }
+    } else {
+      // free_completed
+      if (pFreeReq[k] === NEVER) {
+        pFreeReq[k] = i;
+        anomalies.completedWithoutRequest++;
+        eventKind[i] = Kind.freeBoth;
+      } else eventKind[i] = Kind.freeCompleted;
+      pFreeComp[k] = i;
+      values[slot] = -1;
+    }
+  }
+  A.length = count;
+  return { table: A, count, eventAllocation, eventKind, implicitCloses, map };
+}
+
+/**
+ * torch_npu dumps: workspace entries in a trace, or torch_npu frames (its allocator rounds
+ * request + 32 bytes).
+ */
+export function isNpuSnapshot(model: SnapshotModel, workspaceEntriesSeen = false): boolean {
+  if (workspaceEntriesSeen) return true;
+  for (const s of model.strings) if (s.includes("torch_npu")) return true;
+  for (const t of model.traces) {
+    for (let i = 0; i < t.length; i++)
+      if (t.isWorkspace[i] || t.action[i] === Action.workspace_snapshot) return true;
+  }
+  for (const s of model.strings) if (s.includes("torch_npu")) return true;
+  return false;
+}
+
+interface Columns {
+  n: number;
+  action: Uint8Array;
+  addr: Float64Array;
+  size: Float64Array;
+  isWorkspace: Uint8Array;
+  time: Float64Array;
+  compileContext: Int32Array;
+  userMetadata: Int32Array;
+  stack: Int32Array;
+  stream: Int32Array;
+}
+
+function columnsOf(trace: TraceTable | null): Columns {
+  if (!trace) {
+    return {
+      n: 0,
+      action: new Uint8Array(0),
+      addr: new Float64Array(0),
+      size: new Float64Array(0),
+      isWorkspace: new Uint8Array(0),
+      time: new Float64Array(0),
+      compileContext: new Int32Array(0),
+      userMetadata: new Int32Array(0),
+      stack: new Int32Array(0),
+      stream: new Int32Array(0),
+    };
+  }
+  return {
+    n: trace.length,
+    action: trace.action,
+    addr: trace.addr,
+    size: trace.sizeBytes,
+    isWorkspace: trace.isWorkspace,
+    time: trace.timeUs,
+    compileContext: trace.compileContext,
+    userMetadata: trace.userMetadata,
+    stack: trace.stack,
+    stream: trace.stream,
+  };
+}
+
+interface Scan {
+  markers: ReplayMarkers;
+  replayedEvents: number;
+  allocEvents: number;
+  /** Indices of snapshot / oom / annotate entries. */
+  markerEvents: number[];
+  segmentEvents: Int32Array;
+  hasTime: boolean;
+  x: Float64Array;
+}
+
+/** One pass over the trace: counts, workspace entries, unknown actions, time, text regions. */
+function prescan(model: SnapshotModel, c: Columns): Scan {
+  const { n, action, isWorkspace } = c;
+  let allocEvents = 0;
+  let replayedEvents = 0;
+  let timed = 0;
+  const markerEventList: number[] = [];
+  const unknown = new Map<number, { count: number; firstEvent: number }>();
+  const markers: ReplayMarkers = {
+    snapshot: [],
+    oom: [],
+    annotations: [],
+    compileContexts: [],
+    userMetadata: [],
+    annotate: [],
+    workspace: [],
+    unknownActions: [],
+  };
+  const segmentEventList: number[] = [];
+  const timeCol = c.time;
+  const ccCol = c.compileContext;
+  const umCol = c.userMetadata;
+  const cc = new RegionTracker(model, (s) => s === "" || s === "N/A");
+  const um = new RegionTracker(model, (s) => s === "");
+  for (let i = 0; i < n; i++) {
+    const a = action[i];
+    if (isWorkspace[i] || a === Action.workspace_snapshot) {
+      markers.workspace.push({
+        eventIndex: i,
+        action: model.actionNames[a] ?? String(a),
+        addr: c.addr[i],
+        sizeBytes: c.size[i],
+      });
+      continue;
+    }
+    replayedEvents++;
+    if (!Number.isNaN(timeCol[i])) timed++;
+    cc.at(ccCol[i], i);
+    um.at(umCol[i], i);
+    if (a === Action.alloc) allocEvents++;
+    else if (a <= Action.free_completed) {
+      // frees: counted by pass 1
+    } else if (a <= Action.segment_unmap) segmentEventList.push(i);
+    else if (a === Action.snapshot || a === Action.oom || a === Action.annotate) markerEventList.push(i);
+    else if (a >= KNOWN_ACTIONS.length) {
+      const u = unknown.get(a);
+      if (u) u.count++;
+      else unknown.set(a, { count: 1, firstEvent: i });
+    }
+  }
+  markers.compileContexts = cc.finish();
+  markers.userMetadata = um.finish();
+  markers.unknownActions = [...unknown].map(([a, u]) => ({
+    action: model.actionNames[a] ?? String(a),
+    count: u.count,
+    firstEvent: u.firstEvent,
+  }));
+  const hasTime = replayedEvents > 0 && timed === replayedEvents;
+  let x: Float64Array;
+  if (hasTime && markers.workspace.length === 0) x = timeCol;
+  else if (hasTime) {
+    // Workspace entries carry no time: they take the next (else the previous) entry's.
+    x = new Float64Array(n);
+    let next = Number.NaN;
+    for (let i = n - 1; i >= 0; i--) {
+      if (!isWorkspace[i] && !Number.isNaN(timeCol[i])) next = timeCol[i];
+      x[i] = next;
+    }
+    let prev = Number.NaN;
+    for (let i = 0; i < n; i++) {
+      if (!Number.isNaN(x[i])) prev = x[i];
+      else x[i] = prev;
+    }
+  } else {
+    x = new Float64Array(n);
+    for (let i = 0; i < n; i++) x[i] = i;
+  }
+  return {
+    markers,
+    replayedEvents,
+    allocEvents,
+    markerEvents: markerEventList,
+    segmentEvents: Int32Array.from(segmentEventList),
+    hasTime,
+    x,
+  };
+}
+
+function countFinalBlocks(model: SnapshotModel, device: number): number {
+  const segs = model.segments;
+  const state = model.blocks.state;
+  let finalBlocks = 0;
+  for (let s = 0; s < segs.length; s++) {
+    if (segs.device[s] !== device) continue;
+    const end = segs.firstBlock[s] + segs.blockCount[s];
+    for (let b = segs.firstBlock[s]; b < end; b++) {
+      const st = state[b];
+      if (st === BlockState.active_allocated || st === BlockState.active_pending_free) finalBlocks++;
+    }
+  }
+  return finalBlocks;
+}
+
+/**
+ * Category, site, stack, stream and round_size of the allocations pass 1 created, from the entry that
+ * created each. Returns whether free entries carry the allocation's stack.
+ */
+function assignFromEntries(
+  A: AllocationTable,
+  c: Columns,
+  opts: PrepareOptions,
+  C: number,
+  unknownCategory: number,
+  rounding: RoundingSettings,
+): boolean {
+  const count = A.length;
+  const stackCol = c.stack;
+  const streamCol = c.stream;
+  const freeReq = A.freeRequestedEvent;
+  const freeComp = A.freeCompletedEvent;
+  const allocEvent = A.allocEvent;
+  const origin = A.origin;
+  // The entry that created each allocation: its alloc, or (made before the trace) its first free.
+  const entryOf = (k: number) =>
+    origin[k] === Origin.trace
+      ? allocEvent[k]
+      : origin[k] === Origin.beforeTraceFreed
+        ? freeReq[k]
+        : freeComp[k];
+  const traceCategory = opts.traceCategory;
+  const traceSite = opts.traceSite;
+  // Do free entries carry the allocation's stack (`_record_memory_history(context="alloc")`) or
+  // their own (context="all", the default)? Compare on allocations whose alloc is in the trace; the
+  // first 4096 informative pairs decide (it is one recording setting for the whole trace).
+  let sameStack = 0;
+  let otherStack = 0;
+  for (let k = 0; k < count && sameStack + otherStack < 4096; k++) {
+    const fr = freeReq[k];
+    if (origin[k] !== Origin.trace || fr < 0 || fr === NEVER) continue;
+    const sa = stackCol[allocEvent[k]];
+    const sf = stackCol[fr];
+    if (sa === EMPTY_STACK || sf === EMPTY_STACK) continue;
+    if (sa === sf) sameStack++;
+    else otherStack++;
+  }
+  const freesCarryAllocationStack = sameStack > 0 && otherStack === 0;
+  const category = A.category;
+  const site = A.site;
+  const stack = A.stack;
+  const stream = A.stream;
+  const block = A.block;
+  const sizeSource = A.sizeSource;
+  for (let k = 0; k < count; k++) {
+    const e = entryOf(k);
+    stream[k] = streamCol[e];
+    block[k] = -1;
+    sizeSource[k] = SizeSource.rounded;
+    if (origin[k] !== Origin.trace && !freesCarryAllocationStack) {
+      // Allocated before the trace, and its free's stack is where it was freed: no allocation stack.
+      category[k] = unknownCategory;
+      site[k] = SITE_BEFORE_TRACE;
+      stack[k] = EMPTY_STACK;
+      continue;
+    }
+    const cat = traceCategory ? traceCategory[e] : unknownCategory;
+    category[k] = cat < C ? cat : unknownCategory;
+    site[k] = traceSite ? traceSite[e] : -1;
+    stack[k] = stackCol[e];
+  }
+  const req = A.requestedBytes;
+  const sizes = A.sizeBytes;
+  const extra = rounding.extraBytes;
+  if (rounding.power2Divisions.length === 0) {
+    for (let k = 0; k < count; k++) {
+      const r = req[k] + extra;
+      sizes[k] = r < MIN_BLOCK_BYTES ? MIN_BLOCK_BYTES : Math.ceil(r / MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES;
+    }
+  } else for (let k = 0; k < count; k++) sizes[k] = roundRequest(req[k], rounding);
+  return freesCarryAllocationStack;
+}
+
+function newEndState(finalBlocks: number): EndStateComparison {
+  return {
+    snapshotLiveBlocks: finalBlocks,
+    matchedFromTrace: 0,
+    beforeTrace: 0,
+    aliveOnlyInReplay: 0,
+    aliveOnlyInReplayBytes: 0,
+    aliveOnlyInSnapshot: 0,
+    aliveOnlyInSnapshotBytes: 0,
+    stateDiffers: 0,
+    stateDiffersBytes: 0,
+    sizeDiffers: 0,
+    sizeDiffersBytes: 0,
+    replayAllocatedBytes: 0,
+    snapshotAllocatedBytes: 0,
+    replayActiveBytes: 0,
+    snapshotActiveBytes: 0,
+    replayReservedBytes: 0,
+    snapshotReservedBytes: 0,
+    reservedMismatchBytes: 0,
+  };
+}
+
+/**
+ * Matches the allocations open at the end with the snapshot's active blocks (sizes from the blocks),
+ * and adds an allocation for every active block the trace never touches (alive since before it).
+ * `A` has room for them.
+ */
+function matchEndState(
+  model: SnapshotModel,
+  device: number,
+  A: AllocationTable,
+  map: AddressMap,
+  opts: PrepareOptions,
+  unknownCategory: number,
+  rounding: RoundingSettings,
+  end: EndStateComparison,
+): void {
+  const segs = model.segments;
+  const blocks = model.blocks;
+  for (let s = 0; s < segs.length; s++) {
+    if (segs.device[s] !== device) continue;
+    end.snapshotAllocatedBytes += segs.allocatedSizeBytes[s];
+    end.snapshotActiveBytes += segs.activeSizeBytes[s];
+    const last = segs.firstBlock[s] + segs.blockCount[s];
+    for (let b = segs.firstBlock[s]; b < last; b++) {
+      const st = blocks.state[b];
+      if (st !== BlockState.active_allocated && st !== BlockState.active_pending_free) continue;
+      const addr = blocks.address[b];
+      const size = blocks.sizeBytes[b];
+      const slot = map.find(addr);
+      const pendingInSnapshot = st === BlockState.active_pending_free;
+      if (slot < 0) {
+        const req = blocks.requestedSizeBytes[b];
+        const k = A.length++;
+        A.address[k] = addr;
+        A.requestedBytes[k] = Number.isNaN(req) ? size : req;
+        A.origin[k] = Origin.beforeTraceAlive;
+        A.allocEvent[k] = BEFORE_TRACE;
+        A.freeRequestedEvent[k] = pendingInSnapshot ? BEFORE_TRACE : NEVER;
+        A.freeCompletedEvent[k] = NEVER;
+        A.sizeBytes[k] = size;
+        A.sizeSource[k] = SizeSource.block;
+        A.block[k] = b;
+        A.category[k] = opts.blockCategory
+          ? Math.min(opts.blockCategory[b], unknownCategory)
+          : unknownCategory;
+        A.site[k] = opts.blockSite ? opts.blockSite[b] : -1;
+        A.stack[k] = blocks.stack[b];
+        A.stream[k] = segs.stream[s];
+        end.beforeTrace++;
+        continue;
+      }
+      const k = map.values[slot];
+      if (k < 0) {
+        end.aliveOnlyInSnapshot++;
+        end.aliveOnlyInSnapshotBytes += size;
+        continue;
+      }
+      A.block[k] = b;
+      A.sizeBytes[k] = size;
+      A.sizeSource[k] = SizeSource.block;
+      if (A.origin[k] === Origin.trace) end.matchedFromTrace++;
+      else end.beforeTrace++;
+      if (A.category[k] === unknownCategory && opts.blockCategory && !opts.traceCategory) {
+        A.category[k] = Math.min(opts.blockCategory[b], unknownCategory);
+      }
+      if (A.site[k] < 0 && opts.blockSite) A.site[k] = opts.blockSite[b];
+      const pendingInReplay = A.freeRequestedEvent[k] !== NEVER;
+      if (pendingInReplay !== pendingInSnapshot) {
+        end.stateDiffers++;
+        end.stateDiffersBytes += size;
+      }
+      const req = blocks.requestedSizeBytes[b];
+      const traceReq = A.requestedBytes[k];
+      if (Number.isNaN(req) ? roundRequest(traceReq, rounding) > size : req !== traceReq) {
+        end.sizeDiffers++;
+        end.sizeDiffersBytes += size;
+      }
+    }
+  }
+  const freeComp = A.freeCompletedEvent;
+  const block = A.block;
+  for (let k = 0; k < A.length; k++) {
+    if (freeComp[k] === NEVER && block[k] < 0) {
+      end.aliveOnlyInReplay++;
+      end.aliveOnlyInReplayBytes += A.sizeBytes[k];
+    }
+  }
+}
+
+interface StartState {
+  /** Allocations active before the first event. */
+  live: Int32Array;
+  large: LargeBlocks;
+  segState: IntervalState;
+  initial: ReplayTotals;
+}
+
+/** The live set before the first event; large blocks made before the trace fitted to their free run. */
+function startState(
+  A: AllocationTable,
+  extents: ReservedExtents,
+  rounding: RoundingSettings,
+  anomalies: ReplayAnomalies,
+  C: number,
+): StartState {
+  const liveList: number[] = [];
+  const large = new LargeBlocks(extents.bounds, A.length);
+  const segState = initialIntervalState(extents);
+  const allocEvent = A.allocEvent;
+  for (let k = 0; k < A.length; k++) {
+    if (allocEvent[k] !== BEFORE_TRACE) continue;
+    liveList.push(k);
+    const addr = A.address[k];
+    if (A.sizeBytes[k] > SMALL_SIZE_BYTES) large.add(k, addr, intervalOf(extents.bounds, addr));
+  }
+  const live = Int32Array.from(liveList);
+  if (!rounding.expandableSegments) {
+    for (let q = 0; q < live.length; q++) {
+      const k = live[q];
+      const rounded = roundRequest(A.requestedBytes[k], rounding);
+      if (rounded <= SMALL_SIZE_BYTES) continue;
+      const addr = A.address[k];
+      const j = intervalOf(extents.bounds, addr);
+      const regionEnd = fitRegionEndAt(extents, segState, j);
+      const fitted =
+        regionEnd === -1
+          ? rounded
+          : fittedBlockSizeAtStart(
+              rounded,
+              Math.min(regionEnd, large.after(addr, j, regionEnd)) - addr,
+              rounding,
+            );
+      if (A.sizeSource[k] === SizeSource.block) {
+        if (!Number.isNaN(fitted)) {
+          if (fitted === A.sizeBytes[k]) anomalies.fitAgreedWithBlock++;
+          else anomalies.fitDisagreedWithBlock++;
+        }
+      } else if (!Number.isNaN(fitted)) {
+        A.sizeBytes[k] = fitted;
+        A.sizeSource[k] = SizeSource.fitted;
+        if (fitted !== rounded) anomalies.fittedBlocks++;
+      } else anomalies.roundedOnlyBlocks++;
+    }
+  }
+  const byCategory = new Float64Array(C);
+  let alloc = 0;
+  let act = 0;
+  let req = 0;
+  for (let j = 0; j < live.length; j++) {
+    const k = live[j];
+    const size = A.sizeBytes[k];
+    act += size;
+    if (A.freeRequestedEvent[k] !== BEFORE_TRACE) {
+      alloc += size;
+      req += A.requestedBytes[k];
+      byCategory[A.category[k]] += size;
+    }
+  }
+  return {
+    live,
+    large,
+    segState,
+    initial: {
+      allocatedBytes: alloc,
+      activeBytes: act,
+      reservedBytes: extents.initialReservedBytes,
+      requestedBytes: req,
+      byCategory,
+    },
+  };
+}
+
+interface Sweep {
+  allocated: Float64Array;
+  active: Float64Array;
+  reserved: Float64Array;
+  peakEvent: number;
+  peak: number;
+}
+
+/** Pass 2: the forward sweep — sizes of large blocks freed inside the trace, columns, checkpoints, peak. */
+function sweep(
+  c: Columns,
+  paired: Paired,
+  A: AllocationTable,
+  extents: ReservedExtents,
+  start: StartState,
+  rounding: RoundingSettings,
+  anomalies: ReplayAnomalies,
+): Sweep {
+  const { n } = c;
+  const { eventAllocation, eventKind, implicitCloses } = paired;
+  const { large, segState } = start;
+  const allocated = new Float64Array(n);
+  const active = new Float64Array(n);
+  const reserved = new Float64Array(n);
+  const fitExpandable = rounding.expandableSegments;
+  const segEvents = extents.eventIndex;
+  const segDelta = extents.delta;
+  const bounds = extents.bounds;
+  const segCount = segEvents.length;
+  let nextSeg = segCount > 0 ? segEvents[0] : -1;
+  let segPtr = 0;
+  let peakEvent = -1;
+  let peak = Number.NEGATIVE_INFINITY;
+  const hasImplicit = implicitCloses.size > 0;
+  const aAddr = A.address;
+  const aSize = A.sizeBytes;
+  const aSrc = A.sizeSource;
+  const aReq = A.requestedBytes;
+  const aFreeReq = A.freeRequestedEvent;
+  let alloc = start.initial.allocatedBytes;
+  let act = start.initial.activeBytes;
+  let res = start.initial.reservedBytes;
+  for (let i = 0; i < n; i++) {
+    const kind = eventKind[i];
+    if (kind === Kind.alloc) {
+      const k = eventAllocation[i];
+      if (hasImplicit) {
+        const old = implicitCloses.get(i);
+        if (old !== undefined) {
+          const s = aSize[old];
+          if (aFreeReq[old] === i) alloc -= s;
+          act -= s;
+          if (s > SMALL_SIZE_BYTES) large.remove(old, aAddr[old]);
+        }
+      }
+      let size = aSize[k];
+      if (size > SMALL_SIZE_BYTES) {
+        const addr = aAddr[k];
+        const j = intervalOf(bounds, addr);
+        // (a known block of ≤ 1 MiB came from a request of ≤ 1 MiB: nothing to fit or score)
+        const known = aSrc[k] === SizeSource.block;
+        const rounded = known ? roundRequest(aReq[k], rounding) : size;
+        if (rounded > SMALL_SIZE_BYTES && !fitExpandable) {
+          const regionEnd = fitRegionEndAt(extents, segState, j);
+          const fitted =
+            regionEnd === -1
+              ? rounded
+              : fittedBlockSize(
+                  rounded,
+                  Math.min(regionEnd, large.after(addr, j, regionEnd)) - addr,
+                  rounding,
+                );
+          if (known) {
+            // The block is known: score the fitting rule against it.
+            if (fitted === size) anomalies.fitAgreedWithBlock++;
+            else if (!Number.isNaN(fitted)) anomalies.fitDisagreedWithBlock++;
+          } else if (!Number.isNaN(fitted)) {
+            aSize[k] = size = fitted;
+            aSrc[k] = SizeSource.fitted;
+            if (fitted !== rounded) anomalies.fittedBlocks++;
+          } else anomalies.roundedOnlyBlocks++;
+        }
+        large.add(k, addr, j);
+      }
+      alloc += size;
+      act += size;
+    } else if (kind === Kind.freeRequested) {
+      alloc -= aSize[eventAllocation[i]];
+    } else if (kind !== Kind.none) {
+      const k = eventAllocation[i];
+      const s = aSize[k];
+      if (kind === Kind.freeBoth) alloc -= s;
+      act -= s;
+      if (s > SMALL_SIZE_BYTES) large.remove(k, aAddr[k]);
+    } else if (i === nextSeg) {
+      res += segDelta[segPtr];
+      applySegmentEvent(extents, segState, segPtr);
+      segPtr++;
+      nextSeg = segPtr < segCount ? segEvents[segPtr] : -1;
+    }
+    allocated[i] = alloc;
+    active[i] = act;
+    reserved[i] = res;
+    if (alloc > peak) {
+      peak = alloc;
+      peakEvent = i;
+    }
+  }
+  return { allocated, active, reserved, peakEvent, peak };
+}
+
+/**
+ * The live set before event c·every for every c (c = 0 … ⌊n/every⌋): allocation k is in checkpoint c
+ * when allocEvent < c·every ≤ freeCompletedEvent. `every` doubles until the ids stored fit `budget`.
+ */
+function buildCheckpoints(A: AllocationTable, n: number, every: number, budget: number) {
+  const allocEvent = A.allocEvent;
+  const freeComp = A.freeCompletedEvent;
+  let K = Math.max(1, Math.floor(every));
+  for (;;) {
+    const last = Math.floor(n / K);
+    let total = 0;
+    for (let k = 0; k < A.length; k++) {
+      const lo = Math.floor(allocEvent[k] / K) + 1;
+      const hi = freeComp[k] === NEVER ? last : Math.min(last, Math.floor(freeComp[k] / K));
+      if (hi >= lo) total += hi - lo + 1;
+    }
+    if (total > budget && last > 0) {
+      K *= 2;
+      continue;
+    }
+    const counts = new Int32Array(last + 2);
+    for (let k = 0; k < A.length; k++) {
+      const lo = Math.floor(allocEvent[k] / K) + 1;
+      const hi = freeComp[k] === NEVER ? last : Math.min(last, Math.floor(freeComp[k] / K));
+      if (hi >= lo) {
+        counts[lo]++;
+        counts[hi + 1]--;
+      }
+    }
+    const offsets = new Int32Array(last + 2);
+    let run = 0;
+    for (let cp = 0; cp <= last; cp++) {
+      run += counts[cp];
+      offsets[cp + 1] = offsets[cp] + run;
+    }
+    const ids = new Int32Array(offsets[last + 1]);
+    const fill = offsets.slice(0, last + 1);
+    for (let k = 0; k < A.length; k++) {
+      const lo = Math.floor(allocEvent[k] / K) + 1;
+      const hi = freeComp[k] === NEVER ? last : Math.min(last, Math.floor(freeComp[k] / K));
+      for (let cp = lo; cp <= hi; cp++) ids[fill[cp]++] = k;
+    }
+    const list: Int32Array[] = [];
+    for (let cp = 0; cp <= last; cp++) list.push(ids.subarray(offsets[cp], offsets[cp + 1]));
+    return { list, every: K };
+  }
+}
+
+/** Snapshot, oom and annotate markers (they need the active column). */
+function eventMarkers(
+  model: SnapshotModel,
+  trace: TraceTable,
+  events: number[],
+  markers: ReplayMarkers,
+  active: Float64Array,
+  x: Float64Array,
+  hasTime: boolean,
+): void {
+  const { action, sizeBytes } = trace;
+  for (const i of events) {
+    const a = action[i];
+    const timeUs = hasTime ? x[i] : Number.isFinite(trace.timeUs[i]) ? trace.timeUs[i] : null;
+    if (a === Action.snapshot) {
+      markers.snapshot.push({
+        eventIndex: i,
+        timeUs,
+        recordedActiveBytes: sizeBytes[i],
+        replayedActiveBytes: active[i],
+      });
+    } else if (a === Action.oom) {
+      markers.oom.push({
+        eventIndex: i,
+        timeUs,
+        requestedBytes: sizeBytes[i],
+        deviceFreeBytes: trace.deviceFreeBytes[i],
+        stream: trace.stream[i],
+        stack: trace.stack[i],
+      });
+    } else markers.annotate.push({ eventIndex: i, text: str(model, trace.userMetadata[i]) });
+  }
+}
+
+export function prepareReplay(model: SnapshotModel, device: number, opts: PrepareOptions): Replay {
+  const trace = model.traces[device] ?? null;
+  const cols = columnsOf(trace);
+  const n = cols.n;
+  const C = Math.max(1, opts.categoryCount);
+  const unknownCategory = opts.unknownCategory ?? C - 1;
+  const scan = prescan(model, cols);
+  const rounding = roundingSettings(
+    model.allocatorSettings,
+    isNpuSnapshot(model, scan.markers.workspace.length > 0),
+  );
+  const { markers, hasTime, x } = scan;
+  const finalBlocks = countFinalBlocks(model, device);
+  const anomalies: ReplayAnomalies = {
+    freesOfAllocationsBeforeTrace: 0,
+    completedWithoutRequest: 0,
+    allocOverLive: 0,
+    repeatedFreeRequested: 0,
+    entriesWithoutAddress: 0,
+    redundantSegmentEvents: 0,
+    fittedBlocks: 0,
+    roundedOnlyBlocks: 0,
+    fitAgreedWithBlock: 0,
+    fitDisagreedWithBlock: 0,
+  };
+
+  // Pass 1: pair allocs and frees by (address, ordinal). Allocations: one per alloc entry, per free of
+  // an allocation made before the trace, and (added next) per active block the trace never touches.
+  const paired = pairEntries(
+    n,
+    cols.action,
+    cols.isWorkspace,
+    cols.addr,
+    cols.size,
+    scan.allocEvents + finalBlocks + 1024 + (scan.allocEvents >> 4),
+    anomalies,
+  );
+  const A =
+    paired.table.address.length >= paired.count + finalBlocks
+      ? paired.table
+      : growAllocationTable(paired.table, paired.count + finalBlocks);
+  const freesCarryAllocationStack = assignFromEntries(A, cols, opts, C, unknownCategory, rounding);
+
+  const end = newEndState(finalBlocks);
+  matchEndState(model, device, A, paired.map, opts, unknownCategory, rounding, end);
+
+  const extents = buildExtents(model, device, trace ?? undefined, scan.segmentEvents);
+  anomalies.redundantSegmentEvents = extents.redundantEvents;
+
+  const start = startState(A, extents, rounding, anomalies, C);
+  const swept = sweep(cols, paired, A, extents, start, rounding, anomalies);
+  let cps: { list: Int32Array[]; every: number } | null = null;
+  const checkpointsNow = () => {
+    if (!cps)
+      cps = buildCheckpoints(A, n, opts.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY, 4 * n + (1 << 20));
+    return cps;
+  };
+  if (trace) eventMarkers(model, trace, scan.markerEvents, markers, swept.active, x, hasTime);
+  markers.annotations = annotationSpans(model, device, x, hasTime);
+
+  end.replayAllocatedBytes = n > 0 ? swept.allocated[n - 1] : start.initial.allocatedBytes;
+  end.replayActiveBytes = n > 0 ? swept.active[n - 1] : start.initial.activeBytes;
+  end.replayReservedBytes = n > 0 ? swept.reserved[n - 1] : start.initial.reservedBytes;
+  end.snapshotReservedBytes = extents.snapshotReservedBytes;
+  end.reservedMismatchBytes = extents.mismatchBytes;
+
+  const check = traceReplayCheckFor(device, scan.replayedEvents, end, anomalies);
+
+  let byCategory: Float64Array[] | null = null;
+  let requestedColumn: Float64Array | null = null;
+  const replay: Replay = {
+    device,
+    trace,
+    length: n,
+    replayedEvents: scan.replayedEvents,
+    hasTime,
+    x,
+    allocated: swept.allocated,
+    active: swept.active,
+    reserved: swept.reserved,
+    get requested(): Float64Array {
+      if (!requestedColumn) requestedColumn = requestedBytesColumn(replay);
+      return requestedColumn;
+    },
+    get allocatedByCategory(): Float64Array[] {
+      if (!byCategory) byCategory = categoryColumns(replay);
+      return byCategory;
+    },
+    categoryCount: C,
+    unknownCategory,
+    initial: start.initial,
+    allocations: trimAllocationTable(A),
+    eventAllocation: paired.eventAllocation,
+    implicitCloses: paired.implicitCloses,
+    get checkpointEvery(): number {
+      return checkpointsNow().every;
+    },
+    get checkpoints(): Int32Array[] {
+      return checkpointsNow().list;
+    },
+    extents,
+    markers,
+    anomalies,
+    freesCarryAllocationStack,
+    peakEvent: swept.peakEvent >= 0 ? swept.peakEvent : null,
+    peakAllocatedBytes: swept.peakEvent >= 0 ? swept.peak : Number.NaN,
+    end,
+    check,
+    rounding,
+  };
+  return replay;
+}
+
+/** Allocated bytes in requested (unrounded) sizes after every event. */
+function requestedBytesColumn(r: Replay): Float64Array {
+  const n = r.length;
+  const col = new Float64Array(n);
+  if (!r.trace) return col;
+  const A = r.allocations;
+  const req = A.requestedBytes;
+  const freeReq = A.freeRequestedEvent;
+  const freeComp = A.freeCompletedEvent;
+  const action = r.trace.action;
+  const isWorkspace = r.trace.isWorkspace;
+  const ev = r.eventAllocation;
+  let cur = r.initial.requestedBytes;
+  for (let i = 0; i < n; i++) {
+    const k = ev[i];
+    if (k >= 0 && !isWorkspace[i]) {
+      const a = action[i];
+      if (a === Action.alloc) {
+        const old = r.implicitCloses.size > 0 ? r.implicitCloses.get(i) : undefined;
+        if (old !== undefined && freeReq[old] === i) cur -= req[old];
+        cur += req[k];
+      } else if (a === Action.free_requested) {
+        if (freeReq[k] === i) cur -= req[k];
+      } else if (a === Action.free_completed) {
+        if (freeComp[k] === i && freeReq[k] === i) cur -= req[k];
+      }
+    }
+    col[i] = cur;
+  }
+  return col;
+}
+
+/**
+ * Allocated (rounded) bytes per category after every event: one Float64Array per category. Only one
+ * category changes per event, so each column is written as constant runs with fill().
+ */
+function categoryColumns(r: Replay): Float64Array[] {
+  const n = r.length;
+  const C = r.categoryCount;
+  const cols: Float64Array[] = [];
+  for (let c = 0; c < C; c++) cols.push(new Float64Array(n));
+  if (!r.trace) return cols;
+  const cur = r.initial.byCategory.slice();
+  const from = new Int32Array(C);
+  const A = r.allocations;
+  const size = A.sizeBytes;
+  const cat = A.category;
+  const freeReq = A.freeRequestedEvent;
+  const freeComp = A.freeCompletedEvent;
+  const action = r.trace.action;
+  const isWorkspace = r.trace.isWorkspace;
+  const ev = r.eventAllocation;
+  const bump = (c: number, delta: number, i: number) => {
+    if (from[c] < i) cols[c].fill(cur[c], from[c], i);
+    from[c] = i;
+    cur[c] += delta;
+  };
+  for (let i = 0; i < n; i++) {
+    const k = ev[i];
+    if (k < 0 || isWorkspace[i]) continue;
+    const a = action[i];
+    if (a === Action.alloc) {
+      const old = r.implicitCloses.size > 0 ? r.implicitCloses.get(i) : undefined;
+      if (old !== undefined && freeReq[old] === i) bump(cat[old], -size[old], i);
+      bump(cat[k], size[k], i);
+    } else if (a === Action.free_requested) {
+      if (freeReq[k] === i) bump(cat[k], -size[k], i);
+    } else if (a === Action.free_completed) {
+      if (freeComp[k] === i && freeReq[k] === i) bump(cat[k], -size[k], i);
+    }
+  }
+  for (let c = 0; c < C; c++) if (from[c] < n) cols[c].fill(cur[c], from[c], n);
+  return cols;
+}
+
+const fmt = (b: number) => `${Math.round(b).toLocaleString("en-US")} B`;
+
+function traceReplayCheckFor(
+  device: number,
+  replayedEvents: number,
+  e: EndStateComparison,
+  an: ReplayAnomalies,
+): CheckResult {
+  if (replayedEvents === 0) {
+    return { id: "trace-replay", status: "skipped", detail: `device ${device}: no trace entries to replay` };
+  }
+  const problems: string[] = [];
+  const mismatched = e.aliveOnlyInReplay + e.aliveOnlyInSnapshot + e.stateDiffers + e.sizeDiffers;
+  const mismatchedBytes =
+    e.aliveOnlyInReplayBytes + e.aliveOnlyInSnapshotBytes + e.stateDiffersBytes + e.sizeDiffersBytes;
+  if (mismatched > 0) {
+    const parts: string[] = [];
+    if (e.aliveOnlyInReplay)
+      parts.push(
+        `${e.aliveOnlyInReplay} alive after the trace but not in segments (${fmt(e.aliveOnlyInReplayBytes)})`,
+      );
+    if (e.aliveOnlyInSnapshot)
+      parts.push(
+        `${e.aliveOnlyInSnapshot} active in segments but freed by the trace (${fmt(e.aliveOnlyInSnapshotBytes)})`,
+      );
+    if (e.stateDiffers)
+      parts.push(`${e.stateDiffers} allocated vs pending-free differ (${fmt(e.stateDiffersBytes)})`);
+    if (e.sizeDiffers) parts.push(`${e.sizeDiffers} requested sizes differ (${fmt(e.sizeDiffersBytes)})`);
+    problems.push(`${mismatched} mismatched blocks, ${fmt(mismatchedBytes)}: ${parts.join("; ")}`);
+  }
+  if (e.replayAllocatedBytes !== e.snapshotAllocatedBytes) {
+    problems.push(
+      `replayed allocated ${fmt(e.replayAllocatedBytes)} ≠ Σ segment allocated_size ${fmt(e.snapshotAllocatedBytes)}`,
+    );
+  }
+  if (e.reservedMismatchBytes > 0) {
+    problems.push(
+      `reserved ranges differ by ${fmt(e.reservedMismatchBytes)} (replayed ${fmt(e.replayReservedBytes)}, segments ${fmt(e.snapshotReservedBytes)})`,
+    );
+  }
+  const summary =
+    `${replayedEvents} events; ${e.snapshotLiveBlocks} active blocks in segments ` +
+    `(${e.matchedFromTrace} allocated in the trace, ${e.beforeTrace} before it)` +
+    (an.freesOfAllocationsBeforeTrace
+      ? `; ${an.freesOfAllocationsBeforeTrace} frees of allocations made before the trace`
+      : "");
+  if (problems.length > 0) {
+    return {
+      id: "trace-replay",
+      status: "fail",
+      detail: `device ${device}: ${problems.join("; ")}; ${summary}`,
+    };
+  }
+  return {
+    id: "trace-replay",
+    status: "pass",
+    detail: `device ${device}: replay ends in the snapshot state: ${summary}; allocated ${fmt(e.replayAllocatedBytes)}, reserved ${fmt(e.replayReservedBytes)}`,
+  };
+}

@@ -1,0 +1,333 @@
+// Pure functions the report (helper-2's `memscope report`) calls: the replay section of the report,
+// and the totals at one event (`memscope report FILE --at EVENT --json`).
+
+import type { CountersSidecar, SnapshotModel } from "../model/types";
+import { compositionAt, type SiteShare } from "./peak";
+import { prepareReplay } from "./prepare";
+import { fragmentationAt, oomSummaries, stateAt } from "./state";
+import { type CheckResult, type EventIndex, type Replay, SITE_BEFORE_TRACE } from "./types";
+
+/** Attribution as the replay needs it; helper-2's `Attribution` plus the name tables fits. */
+export interface ReplayInputs {
+  /** Per device: category per trace entry. */
+  traceCategory?: (Uint8Array | undefined)[];
+  /** Per device: call-site id per trace entry (-1 none). */
+  traceSite?: (Int32Array | undefined)[];
+  blockCategory?: Uint8Array;
+  blockSite?: Int32Array;
+  /** Category names in id order (parameters, gradients, optimizer_state, activations, input, other, unknown). */
+  categoryNames: string[];
+  /** Call-site keys in id order. */
+  siteKeys: string[];
+}
+
+export interface ReplayReportOptions {
+  /** Replays already prepared with the same inputs, by device (skips preparing again). */
+  replays?: Map<number, Replay>;
+  /** How many call sites to list before "(other call sites)". Default 10. */
+  topCallSites?: number;
+}
+
+export interface CallSiteBytes {
+  site: string;
+  category: string;
+  bytes: number;
+}
+
+export interface PeakReport {
+  /** Rounded block bytes, the measure of max_memory_allocated. */
+  allocatedBytes: number;
+  eventIndex: EventIndex | null;
+  timeUs: number | null;
+  source: "trace" | "counters";
+  device: number;
+  /** Allocated bytes per category at the peak; empty when the peak is known from counters only. */
+  categories: Record<string, number>;
+  /** Largest (call site, category) pairs; with the "(other call sites)" row they sum to allocatedBytes. */
+  topCallSites: CallSiteBytes[];
+  /** Bytes at the peak held by allocations made before the trace began. */
+  beforeTraceBytes: number;
+  /** The peak of the replayed window when the counters' peak is higher (source "counters"). */
+  windowPeak: Omit<PeakReport, "windowPeak" | "note"> | null;
+  /** max_memory_allocated from the counters sidecar, when given. */
+  countersPeakBytes: number | null;
+  note: string;
+}
+
+export interface ReplayReport {
+  peak: PeakReport | null;
+  /** peak.allocatedBytes − the snapshot's allocated bytes (Σ segment allocated_size) on the peak's device. */
+  snapshotVsPeakGapBytes: number | null;
+  timeline: {
+    events: number;
+    hasTime: boolean;
+    markers: { snapshot: number; oom: number; annotations: number };
+    devices: {
+      device: number;
+      events: number;
+      hasTime: boolean;
+      peakAllocatedBytes: number | null;
+      peakEventIndex: EventIndex | null;
+      snapshotAllocatedBytes: number;
+    }[];
+    /** "asked for X, Y free in cached segments, largest free block Z" per oom entry. */
+    oom: { device: number; eventIndex: EventIndex; message: string }[];
+    unknownActions: { device: number; action: string; count: number }[];
+  };
+  traceReplay: CheckResult;
+}
+
+export interface StateAtReport {
+  device: number;
+  eventIndex: EventIndex;
+  timeUs: number | null;
+  measure: "rounded";
+  allocatedBytes: number;
+  activeBytes: number;
+  reservedBytes: number;
+  /** Allocated bytes in requested (unrounded) sizes. */
+  requestedBytes: number;
+  categories: Record<string, number>;
+  topCallSites: CallSiteBytes[];
+  liveBlocks: number;
+  pendingFreeBlocks: number;
+  fragmentation: { freeInCachedSegmentsBytes: number; largestFreeBlockBytes: number };
+}
+
+/** Replays of every device whose trace has entries. */
+export function prepareReplays(model: SnapshotModel, inputs: ReplayInputs): Map<number, Replay> {
+  const out = new Map<number, Replay>();
+  for (let d = 0; d < model.traces.length; d++) {
+    if (model.traces[d].length === 0) continue;
+    out.set(d, replayFor(model, inputs, d));
+  }
+  return out;
+}
+
+function replayFor(model: SnapshotModel, inputs: ReplayInputs, device: number): Replay {
+  return prepareReplay(model, device, {
+    traceCategory: inputs.traceCategory?.[device],
+    traceSite: inputs.traceSite?.[device],
+    blockCategory: inputs.blockCategory,
+    blockSite: inputs.blockSite,
+    categoryCount: Math.max(1, inputs.categoryNames.length),
+  });
+}
+
+const catName = (inputs: ReplayInputs, c: number) => inputs.categoryNames[c] ?? `category ${c}`;
+const siteName = (inputs: ReplayInputs, s: number) =>
+  s === -2
+    ? "(other call sites)"
+    : s === SITE_BEFORE_TRACE
+      ? "(allocated before the trace: its stack is not in the trace)"
+      : s < 0
+        ? "(no call site)"
+        : (inputs.siteKeys[s] ?? `site ${s}`);
+
+function categoriesRecord(inputs: ReplayInputs, byCategory: Float64Array): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (let c = 0; c < byCategory.length; c++) {
+    const name = catName(inputs, c);
+    out[name] = (out[name] ?? 0) + byCategory[c];
+  }
+  return out;
+}
+
+function sitesList(inputs: ReplayInputs, sites: SiteShare[]): CallSiteBytes[] {
+  return sites.map((s) => ({
+    site: siteName(inputs, s.site),
+    category: s.site === -2 ? "(mixed)" : catName(inputs, s.category),
+    bytes: s.bytes,
+  }));
+}
+
+function snapshotAllocated(model: SnapshotModel, device: number): number {
+  let sum = 0;
+  const s = model.segments;
+  for (let i = 0; i < s.length; i++) if (s.device[i] === device) sum += s.allocatedSizeBytes[i];
+  return sum;
+}
+
+function countersPeak(counters: CountersSidecar | null): number | null {
+  if (!counters) return null;
+  if (counters.maxMemoryAllocatedBytes !== null && Number.isFinite(counters.maxMemoryAllocatedBytes)) {
+    return counters.maxMemoryAllocatedBytes;
+  }
+  const v = counters.memoryStats?.["allocated_bytes.all.peak"];
+  return typeof v === "number" && Number.isFinite(v) ? v : null;
+}
+
+const fmt = (b: number) => `${Math.round(b).toLocaleString("en-US")} B`;
+
+/** Combines per-device trace-replay results into one check. */
+export function combineTraceReplayChecks(replays: Iterable<Replay>): CheckResult {
+  const results = [...replays].map((r) => r.check).filter((c) => c.status !== "skipped");
+  if (results.length === 0) {
+    return { id: "trace-replay", status: "skipped", detail: "no device_traces entries to replay" };
+  }
+  const failed = results.filter((c) => c.status === "fail");
+  return {
+    id: "trace-replay",
+    status: failed.length > 0 ? "fail" : "pass",
+    detail: (failed.length > 0 ? failed : results).map((c) => c.detail).join(" | "),
+  };
+}
+
+export function replayReport(
+  model: SnapshotModel,
+  inputs: ReplayInputs,
+  counters: CountersSidecar | null,
+  opts: ReplayReportOptions = {},
+): ReplayReport {
+  const replays = opts.replays ?? prepareReplays(model, inputs);
+  const top = opts.topCallSites ?? 10;
+  const list = [...replays.values()].sort((a, b) => a.device - b.device);
+
+  // Which device the peak is about: the counters' device, else the highest replayed peak.
+  // (counters name one device: compare with that device's replay, or with nothing when it has no trace)
+  let chosen: Replay | null = null;
+  const countersDevice = counters?.device ?? null;
+  if (countersDevice !== null) chosen = replays.get(countersDevice) ?? null;
+  else {
+    for (const r of list) {
+      if (r.peakEvent === null) continue;
+      if (!chosen || r.peakAllocatedBytes > chosen.peakAllocatedBytes) chosen = r;
+    }
+  }
+  const cPeak = countersPeak(counters);
+  let windowPeak: PeakReport["windowPeak"] = null;
+  if (chosen && chosen.peakEvent !== null) {
+    const comp = compositionAt(chosen, chosen.peakEvent, top);
+    windowPeak = {
+      allocatedBytes: chosen.peakAllocatedBytes,
+      eventIndex: chosen.peakEvent,
+      timeUs: chosen.hasTime ? chosen.x[chosen.peakEvent] : null,
+      source: "trace",
+      device: chosen.device,
+      categories: categoriesRecord(inputs, comp.byCategory),
+      topCallSites: sitesList(inputs, comp.sites),
+      beforeTraceBytes: comp.beforeTraceBytes,
+      countersPeakBytes: cPeak,
+    };
+  }
+  let peak: PeakReport | null = null;
+  const device = chosen?.device ?? countersDevice ?? list[0]?.device ?? 0;
+  if (windowPeak && (cPeak === null || cPeak <= windowPeak.allocatedBytes)) {
+    let note = `highest allocated (rounded block bytes) over the ${chosen?.replayedEvents} replayed events of device ${device}`;
+    if (cPeak !== null && cPeak === windowPeak.allocatedBytes) note += "; equals max_memory_allocated";
+    else if (cPeak !== null) {
+      note += `; exceeds max_memory_allocated (${fmt(cPeak)}) by ${fmt(windowPeak.allocatedBytes - cPeak)}: the counters were reset or taken earlier, or block sizes estimated for allocations freed inside the trace are too high`;
+    }
+    peak = { ...windowPeak, windowPeak: null, note };
+  } else if (cPeak !== null) {
+    const note = windowPeak
+      ? `the true peak fell outside the recorded trace: max_memory_allocated ${fmt(cPeak)} > ${fmt(windowPeak.allocatedBytes)}, the highest allocated in the replayed window (event ${windowPeak.eventIndex}); its composition is unknown`
+      : "no trace to replay: the peak is max_memory_allocated from the counters sidecar; its composition is unknown";
+    peak = {
+      allocatedBytes: cPeak,
+      eventIndex: null,
+      timeUs: null,
+      source: "counters",
+      device,
+      categories: {},
+      topCallSites: [],
+      beforeTraceBytes: 0,
+      windowPeak,
+      countersPeakBytes: cPeak,
+      note,
+    };
+  }
+
+  let snapshot = 0;
+  let oom = 0;
+  let annotations = 0;
+  let events = 0;
+  let hasTime = list.length > 0;
+  const oomList: ReplayReport["timeline"]["oom"] = [];
+  const unknownActions: ReplayReport["timeline"]["unknownActions"] = [];
+  for (const r of list) {
+    events += r.length;
+    hasTime &&= r.hasTime;
+    snapshot += r.markers.snapshot.length;
+    oom += r.markers.oom.length;
+    annotations += r.markers.annotations.length;
+    for (const o of oomSummaries(r))
+      oomList.push({ device: r.device, eventIndex: o.eventIndex, message: o.message });
+    for (const u of r.markers.unknownActions)
+      unknownActions.push({ device: r.device, action: u.action, count: u.count });
+  }
+  return {
+    peak,
+    snapshotVsPeakGapBytes: peak ? peak.allocatedBytes - snapshotAllocated(model, peak.device) : null,
+    timeline: {
+      events,
+      hasTime,
+      markers: { snapshot, oom, annotations },
+      devices: list.map((r) => ({
+        device: r.device,
+        events: r.length,
+        hasTime: r.hasTime,
+        peakAllocatedBytes: r.peakEvent === null ? null : r.peakAllocatedBytes,
+        peakEventIndex: r.peakEvent,
+        snapshotAllocatedBytes: r.end.snapshotAllocatedBytes,
+      })),
+      oom: oomList,
+      unknownActions,
+    },
+    traceReplay: combineTraceReplayChecks(list),
+  };
+}
+
+/** Totals by category (and the largest call sites) after one event of one device. */
+export function stateAtReport(
+  model: SnapshotModel,
+  inputs: ReplayInputs,
+  device: number,
+  eventIndex: EventIndex,
+  opts: ReplayReportOptions = {},
+): StateAtReport {
+  const trace = model.traces[device];
+  if (!trace || trace.length === 0) {
+    throw new RangeError(
+      `device ${device} has no trace entries (devices with traces: ${tracedDevices(model)})`,
+    );
+  }
+  const r = opts.replays?.get(device) ?? replayFor(model, inputs, device);
+  const state = stateAt(r, eventIndex);
+  const comp = compositionAt(r, eventIndex, opts.topCallSites ?? 10);
+  const frag = fragmentationAt(r, eventIndex, state);
+  let pending = 0;
+  for (let j = 0; j < state.pendingFree.length; j++) pending += state.pendingFree[j];
+  const totals =
+    eventIndex < 0
+      ? r.initial
+      : {
+          allocatedBytes: r.allocated[eventIndex],
+          activeBytes: r.active[eventIndex],
+          reservedBytes: r.reserved[eventIndex],
+          requestedBytes: r.requested[eventIndex],
+        };
+  return {
+    device,
+    eventIndex,
+    timeUs: r.hasTime && eventIndex >= 0 ? r.x[eventIndex] : null,
+    measure: "rounded",
+    allocatedBytes: totals.allocatedBytes,
+    activeBytes: totals.activeBytes,
+    reservedBytes: totals.reservedBytes,
+    requestedBytes: totals.requestedBytes,
+    categories: categoriesRecord(inputs, comp.byCategory),
+    topCallSites: sitesList(inputs, comp.sites),
+    liveBlocks: state.allocation.length,
+    pendingFreeBlocks: pending,
+    fragmentation: {
+      freeInCachedSegmentsBytes: frag.freeInCachedSegmentsBytes,
+      largestFreeBlockBytes: frag.largestFreeBlockBytes,
+    },
+  };
+}
+
+function tracedDevices(model: SnapshotModel): string {
+  const d = model.traces.map((t, i) => (t.length > 0 ? i : -1)).filter((i) => i >= 0);
+  return d.length > 0 ? d.join(", ") : "none";
+}
