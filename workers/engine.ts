@@ -26,6 +26,7 @@ import type {
   ReplayFacts,
   SegmentMapAnswer,
   SegmentMapQuery,
+  SiteMatch,
   Summary,
   TimelineAnswer,
   TimelineQuery,
@@ -42,7 +43,9 @@ interface DeviceState {
   timeAxis: boolean;
   yMax: number;
   rank: Int32Array | null;
+  /** Site ids by the site's key as written in this file, and by its portable (compare) key. */
   siteIds: Map<string, number[]>;
+  portableIds: Map<string, number[]>;
 }
 
 export class Engine {
@@ -114,6 +117,11 @@ export class Engine {
     this.countersFile = null;
   }
 
+  /** The counters sidecar in use (for the comparison, which honours each side's own). */
+  get countersSidecar(): CountersSidecar | null {
+    return this.counters;
+  }
+
   setCounters(text: string | null, name: string): void {
     if (text === null) {
       this.counters = null;
@@ -150,12 +158,17 @@ export class Engine {
     let monotone = replay.hasTime;
     for (let i = 1; monotone && i < replay.length; i++) if (replay.x[i] < replay.x[i - 1]) monotone = false;
     const siteIds = new Map<string, number[]>();
-    attr?.sites.forEach((s, i) => {
-      const list = siteIds.get(s.key);
+    const portableIds = new Map<string, number[]>();
+    const add = (m: Map<string, number[]>, k: string, i: number) => {
+      const list = m.get(k);
       if (list) list.push(i);
-      else siteIds.set(s.key, [i]);
+      else m.set(k, [i]);
+    };
+    attr?.sites.forEach((s, i) => {
+      add(siteIds, s.key, i);
+      add(portableIds, s.portableKey, i);
     });
-    d = { replay, timeAxis: monotone, yMax: timelineYMax(replay), rank: null, siteIds };
+    d = { replay, timeAxis: monotone, yMax: timelineYMax(replay), rank: null, siteIds, portableIds };
     this.devices.set(device, d);
     return d;
   }
@@ -170,11 +183,6 @@ export class Engine {
     } catch (e) {
       errors.push(`The trace of device ${device} could not be replayed: ${message(e)}`);
     }
-    try {
-      this.report ??= buildPanelReport(model, this.attribution, this.counters);
-    } catch (e) {
-      errors.push(`The report could not be built: ${message(e)}`);
-    }
     let replayReport = null;
     try {
       const replays = new Map<number, Replay>();
@@ -184,6 +192,12 @@ export class Engine {
       replayReport = buildReplayReport(model, this.attribution, this.counters, replays);
     } catch (e) {
       errors.push(`The peak could not be computed: ${message(e)}`);
+    }
+    try {
+      // The same object as `memscope report --json`, its replay section from the replays prepared here.
+      this.report ??= buildPanelReport(model, this.attribution, this.counters, replayReport ?? undefined);
+    } catch (e) {
+      errors.push(`The report could not be built: ${message(e)}`);
     }
     return {
       device,
@@ -331,9 +345,9 @@ export class Engine {
     };
   }
 
-  siteAllocations(device: number, siteKey: string): Int32Array {
+  siteAllocations(device: number, siteKey: string, by: SiteMatch = "key"): Int32Array {
     const d = this.device(device);
-    const sites = new Set(d.siteIds.get(siteKey) ?? []);
+    const sites = sitesOf(d, siteKey, by);
     if (sites.size === 0) return new Int32Array(0);
     const A = d.replay.allocations;
     const out: number[] = [];
@@ -344,7 +358,7 @@ export class Engine {
   segmentMap(q: SegmentMapQuery): SegmentMapAnswer {
     const model = this.requireModel();
     const d = this.device(q.device);
-    const sites = new Set(q.highlightSite ? (d.siteIds.get(q.highlightSite) ?? []) : []);
+    const sites = sitesOf(d, q.highlightSite ?? null, q.highlightBy ?? "key");
     const answer =
       q.event === null || d.replay.length === 0
         ? this.snapshotMap(model, q.device, sites)
@@ -532,6 +546,12 @@ export class Engine {
     const A = this.device(q.device).replay.allocations;
     return q.ref >= 0 && q.ref < A.length ? fullStack(model, A.stack[q.ref]) : [];
   }
+}
+
+/** Site ids named by a call-site key (as written in the file, or portable). */
+function sitesOf(d: DeviceState, key: string | null, by: SiteMatch): Set<number> {
+  if (!key) return new Set();
+  return new Set((by === "portable" ? d.portableIds : d.siteIds).get(key) ?? []);
 }
 
 function message(e: unknown): string {

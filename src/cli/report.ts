@@ -3,11 +3,14 @@
 
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { attribute } from "../core/attribution/index";
 import { SnapshotReadError } from "../core/formats/errors";
 import type { CountersSidecar, SnapshotModel } from "../core/model/types";
+import { stateAtReport } from "../core/replay/report";
 import { CountersParseError, parseCounters } from "../core/report/counters";
-import { buildReport } from "../core/report/index";
+import { buildReport, replayInputs } from "../core/report/index";
 import { renderReportText } from "../core/report/text";
+import { formatBytes } from "../core/units";
 import { readSnapshotFile } from "./read-file";
 
 export interface ReportIo {
@@ -28,15 +31,26 @@ interface Args {
   compare: string | null;
   countersOther: string | null;
   json: boolean;
+  /** --at EVENT: the state at one trace event instead of the snapshot report. */
+  at: number | null;
+  device: number | null;
 }
 
 class UsageError extends Error {}
 
 /** `args` are the words after `memscope report`. */
 function parseArgs(args: string[]): Args {
-  const out: Args = { file: "", counters: null, compare: null, countersOther: null, json: false };
+  const out: Args = {
+    file: "",
+    counters: null,
+    compare: null,
+    countersOther: null,
+    json: false,
+    at: null,
+    device: null,
+  };
   const files: string[] = [];
-  const valued = new Set(["--counters", "--compare", "--counters-other"]);
+  const valued = new Set(["--counters", "--compare", "--counters-other", "--at", "--device"]);
   for (let i = 0; i < args.length; i++) {
     let a = args[i];
     let value: string | undefined;
@@ -51,9 +65,19 @@ function parseArgs(args: string[]): Args {
     } else if (valued.has(a)) {
       if (value === undefined) {
         value = args[++i];
-        if (value === undefined || value.startsWith("--")) throw new UsageError(`${a} needs a file`);
+        if (value === undefined || value.startsWith("--")) {
+          throw new UsageError(
+            `${a} needs ${a === "--at" ? "an event index" : a === "--device" ? "a device number" : "a file"}`,
+          );
+        }
       }
-      if (a === "--counters") out.counters = value;
+      if (a === "--at" || a === "--device") {
+        const n = Number(value);
+        if (!Number.isInteger(n) || n < 0)
+          throw new UsageError(`${a} takes a whole number ≥ 0, not ${value}`);
+        if (a === "--at") out.at = n;
+        else out.device = n;
+      } else if (a === "--counters") out.counters = value;
       else if (a === "--compare") out.compare = value;
       else out.countersOther = value;
     } else if (a.startsWith("--")) throw new UsageError(`unknown option ${a}`);
@@ -62,6 +86,7 @@ function parseArgs(args: string[]): Args {
   if (files.length !== 1)
     throw new UsageError(files.length === 0 ? "no snapshot file given" : "give one snapshot file");
   if (out.countersOther && !out.compare) throw new UsageError("--counters-other needs --compare");
+  if (out.at !== null && out.compare) throw new UsageError("--at and --compare do not go together");
   out.file = files[0];
   return out;
 }
@@ -117,8 +142,43 @@ export async function reportCommand(
     io.stderr(`memscope: could not read the input: ${(e as Error).message ?? String(e)}\n`);
     return 1;
   }
+  if (args.at !== null) return stateAtCommand(model, args, io);
   const report = buildReport(model, { counters, other, otherCounters });
   io.stdout(args.json ? `${JSON.stringify(report)}\n` : renderReportText(report));
   const failed = [...report.checks, ...(report.compare?.otherChecks ?? [])].some((c) => c.status === "fail");
   return failed ? 2 : 0;
+}
+
+/** `--at EVENT`: totals by category (and fragmentation) at one event of a device's trace. */
+function stateAtCommand(model: SnapshotModel, args: Args, io: ReportIo): number {
+  const device = args.device ?? model.traces.findIndex((t) => t.length > 0);
+  const trace = device >= 0 ? model.traces[device] : undefined;
+  if (!trace || trace.length === 0) {
+    io.stderr(
+      `memscope report: ${args.file} has no trace${args.device === null ? "" : ` on device ${device}`}: --at needs device_traces.\n`,
+    );
+    return 1;
+  }
+  const at = args.at as number;
+  if (at >= trace.length) {
+    io.stderr(
+      `memscope report: --at ${at} is past the end of device ${device}'s trace (events 0–${trace.length - 1}).\n`,
+    );
+    return 1;
+  }
+  const state = stateAtReport(model, replayInputs(attribute(model)), device, at);
+  if (args.json) {
+    io.stdout(`${JSON.stringify(state)}\n`);
+    return 0;
+  }
+  const lines = [
+    `memscope report: ${args.file}, device ${device}, after event ${at} (${model.actionNames[trace.action[at]]})`,
+    `  allocated ${formatBytes(state.allocatedBytes)}, active ${formatBytes(state.activeBytes)}, reserved ${formatBytes(state.reservedBytes)} (rounded block bytes)`,
+    ...Object.entries(state.categories).map(
+      ([name, n]) => `  ${name.padEnd(16)}${formatBytes(n).padStart(14)}`,
+    ),
+    `  free in cached segments ${formatBytes(state.fragmentation.freeInCachedSegmentsBytes)}, largest free block ${formatBytes(state.fragmentation.largestFreeBlockBytes)}`,
+  ];
+  io.stdout(`${lines.join("\n")}\n`);
+  return 0;
 }

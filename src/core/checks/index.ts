@@ -9,7 +9,8 @@ export type CheckId =
   | "active-total"
   | "reserved-counter"
   | "allocated-counter"
-  | "snapshot-vs-peak";
+  | "snapshot-vs-peak"
+  | "trace-replay";
 
 export interface CheckResult {
   id: CheckId;

@@ -6,6 +6,7 @@ import { CATEGORY_NAMES } from "../attribution/rules";
 import { type CheckResult, type PeakInfo, runChecks } from "../checks";
 import { compareSnapshots, type SiteDelta } from "../compare";
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
+import { type PeakReport, type ReplayInputs, type ReplayReport, replayReport } from "../replay/report";
 import { formatBytes } from "./format";
 import { categoryRecord, computeTotals, type DeviceTotals } from "./totals";
 
@@ -70,7 +71,11 @@ export interface ReportJson {
   /** Σ categories + reconciliationBytes = totals.allocatedBytes, exactly. */
   reconciliationBytes: number;
   pendingFreeBytes: number;
-  peak: { bytes: number; source: string } | null;
+  /** The peak and what it held, from the replayed trace (or max_memory_allocated: source "counters"). */
+  peak: PeakReport | null;
+  /** peak.allocatedBytes − the snapshot's allocated bytes on the peak's device. */
+  snapshotVsPeakGapBytes: number | null;
+  timeline: ReplayReport["timeline"];
   counters: { device: number | null; tag: string | null } | null;
   /** Why some blocks have no stack (most likely first), when some do. */
   noStackReasons: string[];
@@ -86,6 +91,8 @@ export interface ReportOptions {
   /** The same as `peak`, as two fields (bytes, and where the number came from). */
   peakAllocatedBytes?: number | null;
   peakSource?: string;
+  /** The replay section, already computed (the worker passes its own); false leaves the trace out. */
+  replay?: ReplayReport | false;
   /** Reuse an attribution already computed for `model` / `other`. */
   attribution?: Attribution;
   otherAttribution?: Attribution;
@@ -186,6 +193,41 @@ function notesFor(
   return notes;
 }
 
+/** What the replay needs from the attribution. */
+export function replayInputs(a: Attribution): ReplayInputs {
+  return {
+    traceCategory: a.traceCategory,
+    traceSite: a.traceSite,
+    blockCategory: a.blockCategory,
+    blockSite: a.blockSite,
+    categoryNames: [...a.categoryNames],
+    siteKeys: a.sites.map((s) => s.key),
+  };
+}
+
+function traceReplayCheck(c: ReplayReport["traceReplay"]): CheckResult {
+  return {
+    id: "trace-replay",
+    title: "Replaying the trace ends in the snapshot's state",
+    status: c.status,
+    detail: c.detail,
+    actualBytes: null,
+    expectedBytes: null,
+    numbers: {},
+  };
+}
+
+function emptyTimeline(): ReplayReport["timeline"] {
+  return {
+    events: 0,
+    hasTime: false,
+    markers: { snapshot: 0, oom: 0, annotations: 0 },
+    devices: [],
+    oom: [],
+    unknownActions: [],
+  };
+}
+
 /** Builds the report object (pure: no I/O). */
 export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): ReportJson {
   const a = opts.attribution ?? attribute(model);
@@ -197,7 +239,20 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     };
   }
   const totals = computeTotals(model, a);
-  const checks = runChecks(model, { counters, peak: opts.peak ?? null });
+  const replay =
+    opts.replay === false ? null : (opts.replay ?? replayReport(model, replayInputs(a), counters));
+  // snapshot-vs-peak: the sidecar's max_memory_allocated when there is one (runChecks prefers it),
+  // else the peak of the replayed trace.
+  const replayPeak: PeakInfo | null =
+    replay?.peak && replay.peak.source === "trace"
+      ? {
+          bytes: replay.peak.allocatedBytes,
+          source: `the replayed trace's peak (event ${replay.peak.eventIndex})`,
+          device: replay.peak.device,
+        }
+      : null;
+  const checks = runChecks(model, { counters, peak: opts.peak ?? replayPeak });
+  if (replay) checks.push(traceReplayCheck(replay.traceReplay));
   const o = totals.overall;
 
   let compare: CompareJson | null = null;
@@ -221,14 +276,6 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     };
   }
 
-  const peakFromCounters = counters?.maxMemoryAllocatedBytes ?? null;
-  const peak =
-    peakFromCounters !== null
-      ? { bytes: peakFromCounters, source: "the counters sidecar's max_memory_allocated" }
-      : opts.peak
-        ? { bytes: opts.peak.bytes, source: opts.peak.source }
-        : null;
-
   const noStackBytes = o.categoryBytes[CATEGORY_NAMES.indexOf("unknown")];
   return {
     totals: totalsJson(o),
@@ -246,7 +293,9 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     file: model.source.fileName,
     reconciliationBytes: o.reconciliationBytes,
     pendingFreeBytes: sum(o.pendingFreeCategoryBytes),
-    peak,
+    peak: replay?.peak ?? null,
+    snapshotVsPeakGapBytes: replay?.snapshotVsPeakGapBytes ?? null,
+    timeline: replay?.timeline ?? emptyTimeline(),
     counters: counters ? { device: counters.device, tag: counters.tag } : null,
     noStackReasons: noStackBytes > 0 ? a.noStackReasons : [],
     notes: notesFor(model, counters, o),

@@ -54,12 +54,37 @@ export function renderReportText(r: ReportJson): string {
   if (r.pendingFreeBytes > 0) out.push(`  (pending free, not allocated: ${formatMiB(r.pendingFreeBytes)})`);
 
   if (r.peak) {
-    const gap = r.peak.bytes - t.allocatedBytes;
+    const p = r.peak;
+    const gap = r.snapshotVsPeakGapBytes ?? p.allocatedBytes - t.allocatedBytes;
+    const where =
+      p.source === "trace"
+        ? `the replayed trace, event ${p.eventIndex} of ${r.timeline.devices.find((d) => d.device === p.device)?.events ?? r.timeline.events}`
+        : "the counters sidecar's max_memory_allocated";
     out.push(
       "",
-      `peak ${formatMiB(r.peak.bytes)} (${r.peak.source}); this snapshot holds ${formatMiB(t.allocatedBytes)}: ` +
-        `gap ${formatMiB(gap)} (${pct(gap, r.peak.bytes)} of the peak)`,
+      `peak on device ${p.device}: ${formatMiB(p.allocatedBytes)} (${where}); the snapshot holds ${formatMiB(p.allocatedBytes - gap)}: ` +
+        `gap ${formatMiB(gap)} (${pct(gap, p.allocatedBytes)} of the peak)`,
     );
+    if (p.note) out.push(`  ${p.note}`);
+    const cats = CATEGORY_NAMES.filter((c) => (p.categories[c] ?? 0) > 0);
+    if (cats.length > 0) {
+      out.push("  what the peak held:");
+      for (const c of cats)
+        out.push(
+          `    ${c.padEnd(16)}${formatMiB(p.categories[c]).padStart(14)}  ${formatBytes(p.categories[c])}`,
+        );
+      for (const s of p.topCallSites.slice(0, 5))
+        out.push(`    ${formatMiB(s.bytes).padStart(30)}  ${s.category.padEnd(16)} ${s.site}`);
+    }
+  }
+  if (r.timeline.events > 0) {
+    const m = r.timeline.markers;
+    out.push(
+      "",
+      `trace: ${r.timeline.events} events${r.timeline.hasTime ? "" : " (no time_us: x is the event index)"}; markers: ${m.snapshot} snapshot, ${m.oom} oom, ${m.annotations} annotations`,
+    );
+    for (const o of r.timeline.oom)
+      out.push(`  OOM on device ${o.device} at event ${o.eventIndex}: ${o.message}`);
   }
 
   out.push("", "checks");
