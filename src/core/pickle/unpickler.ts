@@ -262,9 +262,16 @@ export class Unpickler {
     const end = buf.length;
     const stack = this.stack;
     const memo = this.memo;
+    const marks = this.marks;
+    const maxDepth = this.limits.maxStackDepth;
+    const maxMemo = this.limits.maxMemoIndex;
     let pos = 0;
     let ops = 0;
     loop: for (;;) {
+      // One bound for every push below: each opcode adds at most one value.
+      if (stack.length >= maxDepth) {
+        this.fail("limit", `more than ${maxDepth} values on the unpickling stack`, pos);
+      }
       if (pos >= end) {
         this.needBytes = 1;
         break;
@@ -298,10 +305,17 @@ export class Unpickler {
           pos += 5;
           continue;
         }
-        case 0x94: // MEMOIZE
-          this.memoPut(memo.length, pos);
+        case 0x94: {
+          // MEMOIZE (inline: the second most frequent opcode)
+          const n = stack.length;
+          if (n === 0 || n === (marks.length > 0 ? marks[marks.length - 1] : 0)) this.top(pos);
+          if (memo.length > maxMemo) this.memoPut(memo.length, pos);
+          const v = stack[n - 1];
+          if ((v instanceof PyDict || v instanceof PyList) && v.memo < 0) v.memo = memo.length;
+          memo.push(v);
           pos += 1;
           continue;
+        }
         case 0x71: // BINPUT
           if (pos + 2 > end) {
             this.needBytes = 2;
@@ -323,7 +337,7 @@ export class Unpickler {
             this.needBytes = 2;
             break loop;
           }
-          this.push(buf[pos + 1], pos);
+          stack.push(buf[pos + 1]);
           pos += 2;
           continue;
         case 0x4d: // BININT2
@@ -331,7 +345,7 @@ export class Unpickler {
             this.needBytes = 3;
             break loop;
           }
-          this.push(buf[pos + 1] | (buf[pos + 2] << 8), pos);
+          stack.push(buf[pos + 1] | (buf[pos + 2] << 8));
           pos += 3;
           continue;
         case 0x4a: // BININT
@@ -339,7 +353,7 @@ export class Unpickler {
             this.needBytes = 5;
             break loop;
           }
-          this.push(buf[pos + 1] | (buf[pos + 2] << 8) | (buf[pos + 3] << 16) | (buf[pos + 4] << 24), pos);
+          stack.push(buf[pos + 1] | (buf[pos + 2] << 8) | (buf[pos + 3] << 16) | (buf[pos + 4] << 24));
           pos += 5;
           continue;
         case 0x8a: {
@@ -353,7 +367,7 @@ export class Unpickler {
             this.needBytes = 2 + n;
             break loop;
           }
-          this.push(decodeLong(buf, pos + 2, n), pos);
+          stack.push(decodeLong(buf, pos + 2, n));
           pos += 2 + n;
           continue;
         }
@@ -371,20 +385,20 @@ export class Unpickler {
             this.needBytes = 5 + n;
             break loop;
           }
-          this.push(decodeLong(buf, pos + 5, n), pos);
+          stack.push(decodeLong(buf, pos + 5, n));
           pos += 5 + n;
           continue;
         }
         case 0x7d: // EMPTY_DICT
-          this.push(new PyDict(), pos);
+          stack.push(new PyDict());
           pos += 1;
           continue;
         case 0x5d: // EMPTY_LIST
-          this.push(new PyList(), pos);
+          stack.push(new PyList());
           pos += 1;
           continue;
         case 0x29: // EMPTY_TUPLE
-          this.push([], pos);
+          stack.push([]);
           pos += 1;
           continue;
         case 0x28: // MARK
@@ -436,7 +450,7 @@ export class Unpickler {
             this.needBytes = 2 + n;
             break loop;
           }
-          this.push(decodeUtf8(buf, pos + 2, n), pos);
+          stack.push(decodeUtf8(buf, pos + 2, n));
           pos += 2 + n;
           continue;
         }
@@ -452,7 +466,7 @@ export class Unpickler {
             this.needBytes = 5 + n;
             break loop;
           }
-          this.push(decodeUtf8(buf, pos + 5, n), pos);
+          stack.push(decodeUtf8(buf, pos + 5, n));
           pos += 5 + n;
           continue;
         }
@@ -468,7 +482,7 @@ export class Unpickler {
             this.needBytes = 9 + n;
             break loop;
           }
-          this.push(decodeUtf8(buf, pos + 9, n), pos);
+          stack.push(decodeUtf8(buf, pos + 9, n));
           pos += 9 + n;
           continue;
         }
@@ -485,7 +499,7 @@ export class Unpickler {
             break loop;
           }
           const bytes = buf.slice(pos + 2, pos + 2 + n);
-          this.push(op === 0x43 ? bytes : latin1.decode(bytes), pos);
+          stack.push(op === 0x43 ? bytes : latin1.decode(bytes));
           pos += 2 + n;
           continue;
         }
@@ -504,7 +518,7 @@ export class Unpickler {
             break loop;
           }
           const bytes = buf.slice(pos + 5, pos + 5 + n);
-          this.push(op === 0x42 ? bytes : latin1.decode(bytes), pos);
+          stack.push(op === 0x42 ? bytes : latin1.decode(bytes));
           pos += 5 + n;
           continue;
         }
@@ -521,20 +535,20 @@ export class Unpickler {
             this.needBytes = 9 + n;
             break loop;
           }
-          this.push(buf.slice(pos + 9, pos + 9 + n), pos);
+          stack.push(buf.slice(pos + 9, pos + 9 + n));
           pos += 9 + n;
           continue;
         }
         case 0x4e: // NONE
-          this.push(null, pos);
+          stack.push(null);
           pos += 1;
           continue;
         case 0x88: // NEWTRUE
-          this.push(true, pos);
+          stack.push(true);
           pos += 1;
           continue;
         case 0x89: // NEWFALSE
-          this.push(false, pos);
+          stack.push(false);
           pos += 1;
           continue;
         case 0x47: {
@@ -543,19 +557,19 @@ export class Unpickler {
             this.needBytes = 9;
             break loop;
           }
-          this.push(new DataView(buf.buffer, buf.byteOffset + pos + 1, 8).getFloat64(0, false), pos);
+          stack.push(new DataView(buf.buffer, buf.byteOffset + pos + 1, 8).getFloat64(0, false));
           pos += 9;
           continue;
         }
         case 0x85: // TUPLE1
-          this.push([this.pop(pos)], pos);
+          stack.push([this.pop(pos)]);
           pos += 1;
           continue;
         case 0x86: {
           // TUPLE2
           const b = this.pop(pos);
           const a = this.pop(pos);
-          this.push([a, b], pos);
+          stack.push([a, b]);
           pos += 1;
           continue;
         }
@@ -564,12 +578,12 @@ export class Unpickler {
           const c = this.pop(pos);
           const b = this.pop(pos);
           const a = this.pop(pos);
-          this.push([a, b, c], pos);
+          stack.push([a, b, c]);
           pos += 1;
           continue;
         }
         case 0x74: // TUPLE
-          this.push(this.popMark(pos), pos);
+          stack.push(this.popMark(pos));
           pos += 1;
           continue;
         case 0x6c: {
@@ -577,7 +591,7 @@ export class Unpickler {
           const items = this.popMark(pos);
           const list = new PyList();
           this.appendItems(list, items, pos);
-          this.push(list, pos);
+          stack.push(list);
           pos += 1;
           continue;
         }
@@ -586,12 +600,12 @@ export class Unpickler {
           const items = this.popMark(pos);
           const dict = new PyDict();
           this.setItems(dict, items, pos);
-          this.push(dict, pos);
+          stack.push(dict);
           pos += 1;
           continue;
         }
         case 0x8f: // EMPTY_SET
-          this.push(new PySet([], false), pos);
+          stack.push(new PySet([], false));
           pos += 1;
           continue;
         case 0x90: {
@@ -605,7 +619,7 @@ export class Unpickler {
           continue;
         }
         case 0x91: // FROZENSET
-          this.push(new PySet(this.popMark(pos), true), pos);
+          stack.push(new PySet(this.popMark(pos), true));
           pos += 1;
           continue;
         case 0x30: // POP
@@ -620,7 +634,7 @@ export class Unpickler {
           pos += 1;
           continue;
         case 0x32: // DUP
-          this.push(this.top(pos), pos);
+          stack.push(this.top(pos));
           pos += 1;
           continue;
         case 0x80: {
