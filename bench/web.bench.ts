@@ -1,0 +1,776 @@
+// `npm run bench:web`: the built site in headless Chromium, opening snapshots through the page's file input
+// as a user does. Figures only; nothing here is a test (it never fails on a slow figure, only on a broken
+// setup). Per file it prints, measured from the input's `change` event (the moment the file is picked):
+//   progress   the progress panel ([data-testid=progress]) is in the DOM: the earliest visible feedback
+//   1st draw   the first drawing call on the timeline canvas (the app draws only once it has data)
+//   1st ink    the first animation frame in which the timeline canvas holds drawn pixels (polled per frame)
+//   ready      body[data-state=ready] and body[data-busy="0"] (the app's idle signal: loaded and painted)
+//   hash       the page finished its SHA-256 of the file for links (runs after ready, on the main thread)
+// peak heaps over the load (change → ready): the page's JS heap and the worker's (CDP Runtime.getHeapUsage,
+// the worker reached with Target.setAutoAttach), the worker's ArrayBuffer backing stores, and the RSS of
+// the renderer process (page + worker + file slices, from /proc); main-thread responsiveness over the same
+// window: 'longtask' entries and requestAnimationFrame gaps (max, and how many exceed 100 ms). Then ~60 wheel
+// events over the timeline canvas (30 in, 30 out) with frame times from requestAnimationFrame deltas.
+//
+//   BENCH_WEB_FILES=100,real,1000  which files (default all three); 100/1000 are generated if missing
+//   BENCH_WEB_RUNS=3               runs per file (the 1 GB file always gets 1)
+//   BENCH_WEB_ZOOM=1000,100,real   which files get the wheel-zoom measurement (default: all selected)
+//   BENCH_WEB_PORT=0               port for scripts/serve.mjs (0: a free one)
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { loadavg } from "node:os";
+import { basename, join, resolve } from "node:path";
+import { type Browser, type CDPSession, chromium, type Page } from "@playwright/test";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const TMP = join(ROOT, ".tmp/bench");
+const REAL = resolve(
+  ROOT,
+  "../shared/fixtures/real/kkaitlyn111__cs336-a2-systems__memory_ctx128_fullstep.pickle",
+);
+const PIECE = 4 << 20; // src/ui/state/hash.ts hashes the file in 4 MiB pieces, then once over the digests
+
+const selected = (process.env.BENCH_WEB_FILES ?? "100,real,1000").split(",").map((s) => s.trim());
+const zoomOn = (process.env.BENCH_WEB_ZOOM ?? selected.join(",")).split(",").map((s) => s.trim());
+const runsWanted = Number(process.env.BENCH_WEB_RUNS ?? 3);
+
+interface Spec {
+  key: string;
+  label: string;
+  path: string;
+  runs: number;
+  timeoutMs: number;
+}
+
+const la = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
+const log = (s: string) => console.log(s);
+const median = (xs: number[]) => {
+  const v = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return Number.NaN;
+  return v.length % 2 ? v[v.length >> 1] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+};
+const pct = (xs: number[], p: number) => {
+  const v = [...xs].sort((a, b) => a - b);
+  return v.length ? v[Math.min(v.length - 1, Math.ceil((p / 100) * v.length) - 1)] : Number.NaN;
+};
+const ms = (x: number | null | undefined) => (x == null || !Number.isFinite(x) ? "—" : `${Math.round(x)}`);
+const mb = (x: number | null | undefined) =>
+  x == null || !Number.isFinite(x) ? "—" : `${(x / 2 ** 20).toFixed(0)}`;
+
+// ---------------------------------------------------------------------------------------------------------
+// In the page, before any of its scripts: milestones, frames, long tasks, the first drawing on the timeline.
+
+function pageProbe() {
+  const B: any = {
+    t0: null as number | null,
+    t0Epoch: null as number | null,
+    marks: {} as Record<string, number>,
+    phases: [] as [number, string][],
+    states: [] as [number, string, string][],
+    frames: [] as number[], // flat: frame time, delta since the previous frame
+    longtasks: [] as number[], // flat: start, duration
+    digests: [] as number[],
+    error: null as string | null,
+  };
+  (window as any).__bench = B;
+  const now = () => performance.now();
+  const mark = (name: string) => {
+    if (B.t0 != null && !(name in B.marks)) B.marks[name] = now();
+  };
+  window.addEventListener(
+    "change",
+    (e) => {
+      const t = e.target as HTMLElement | null;
+      if (t?.dataset?.testid === "file-input") {
+        B.t0 = now();
+        B.t0Epoch = performance.timeOrigin + B.t0;
+        B.marks = {};
+        B.phases = [];
+        B.digests = [];
+      }
+    },
+    true,
+  );
+  let lastPhase = "";
+  let lastState = "";
+  const observe = () => {
+    if (B.t0 == null) return;
+    if (document.querySelector("[data-testid=progress]")) mark("progress");
+    const ph = document.querySelector("[data-testid=progress-phase]")?.textContent ?? "";
+    if (ph && ph !== lastPhase) {
+      lastPhase = ph;
+      B.phases.push([now(), ph]);
+    }
+    if (document.querySelector("[data-testid=summary]")) mark("summary");
+    if (document.querySelector("canvas[data-testid=timeline-canvas]")) mark("timelineCanvas");
+    const st = document.body?.dataset.state ?? "";
+    const busy = document.body?.dataset.busy ?? "";
+    if (`${st}/${busy}` !== lastState) {
+      lastState = `${st}/${busy}`;
+      B.states.push([now(), st, busy]);
+    }
+    if (st === "ready" && busy === "0") mark("ready");
+    if (st === "error" && !("error" in B.marks)) {
+      mark("error");
+      B.error = document.querySelector("[data-testid=error-message]")?.textContent ?? "error";
+    }
+  };
+  new MutationObserver(observe).observe(document, {
+    subtree: true,
+    childList: true,
+    characterData: true,
+    attributes: true,
+    attributeFilter: ["data-state", "data-busy", "data-testid"],
+  });
+
+  // Frames: every requestAnimationFrame delta; and, until it has some, whether the timeline canvas has ink.
+  let last = 0;
+  const loop = (t: number) => {
+    if (last) B.frames.push(t, t - last);
+    last = t;
+    if (B.t0 != null && !("ink" in B.marks)) {
+      const c = document.querySelector("canvas[data-testid=timeline-canvas]") as HTMLCanvasElement | null;
+      if (c && c.width > 0 && c.height > 0) {
+        const d = c.getContext("2d")?.getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        if (d) for (let i = 3; i < d.length; i += 64) if (d[i] > 0) n++;
+        if (n > 200) mark("ink");
+      }
+    }
+    requestAnimationFrame(loop);
+  };
+  requestAnimationFrame(loop);
+
+  // The first drawing call on the timeline canvas; the originals are put back right after.
+  const P = CanvasRenderingContext2D.prototype as any;
+  const names = ["fillRect", "fill", "stroke", "drawImage", "putImageData", "fillText"];
+  const orig: Record<string, any> = {};
+  for (const n of names) {
+    orig[n] = P[n];
+    P[n] = function (this: CanvasRenderingContext2D, ...a: unknown[]) {
+      if (B.t0 != null && this.canvas?.getAttribute?.("data-testid") === "timeline-canvas") {
+        mark("draw");
+        for (const m of names) P[m] = orig[m];
+      }
+      return orig[n].apply(this, a);
+    };
+  }
+
+  try {
+    new PerformanceObserver((l) => {
+      for (const e of l.getEntries()) B.longtasks.push(e.startTime, e.duration);
+    }).observe({ type: "longtask", buffered: true });
+  } catch {}
+
+  // The link hash (hash.ts): one digest per 4 MiB piece, then one over the digests.
+  if (typeof SubtleCrypto !== "undefined") {
+    const digest = SubtleCrypto.prototype.digest;
+    SubtleCrypto.prototype.digest = function (this: SubtleCrypto, ...a: any[]) {
+      const p = (digest as any).apply(this, a) as Promise<ArrayBuffer>;
+      p.then(
+        () => B.digests.push(now()),
+        () => {},
+      );
+      return p;
+    } as any;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Outside the page: heap of page and worker over CDP, RSS of the renderer from /proc.
+
+interface Sample {
+  at: number; // epoch ms
+  used: number;
+  backing: number;
+}
+
+class Sampler {
+  page: Sample[] = [];
+  worker: Sample[] = [];
+  rss: { at: number; bytes: number }[] = [];
+  nodeRss: { at: number; bytes: number }[] = [];
+  workerGapMax = 0;
+  private stop = false;
+  private loops: Promise<void>[] = [];
+  private workers = new Map<string, string>(); // session id → url
+  private nextId = 1_000_000;
+  private waiting = new Map<number, (m: any) => void>();
+
+  constructor(
+    private cdp: CDPSession,
+    private browserPid: number | undefined,
+  ) {
+    cdp.on("Target.attachedToTarget", (e: any) => {
+      if (e.targetInfo?.type === "worker") this.workers.set(e.sessionId, e.targetInfo.url);
+    });
+    cdp.on("Target.detachedFromTarget", (e: any) => this.workers.delete(e.sessionId));
+    cdp.on("Target.receivedMessageFromTarget", (e: any) => {
+      try {
+        const m = JSON.parse(e.message);
+        const f = this.waiting.get(m.id);
+        if (f) {
+          this.waiting.delete(m.id);
+          f(m);
+        }
+      } catch {}
+    });
+  }
+
+  async attach() {
+    // Non-flat auto-attach on our own session: Playwright's own flat attachment is left alone.
+    await this.cdp.send("Target.setAutoAttach", {
+      autoAttach: true,
+      waitForDebuggerOnStart: false,
+      flatten: false,
+    });
+  }
+
+  private toWorker(sessionId: string, method: string): Promise<any> {
+    const id = this.nextId++;
+    return new Promise((res) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        res(null);
+      }, 30_000);
+      this.waiting.set(id, (m) => {
+        clearTimeout(timer);
+        res(m);
+      });
+      this.cdp
+        .send(
+          "Target.sendMessageToTarget" as any,
+          { sessionId, message: JSON.stringify({ id, method }) } as any,
+        )
+        .catch(() => {
+          clearTimeout(timer);
+          this.waiting.delete(id);
+          res(null);
+        });
+    });
+  }
+
+  start(everyMs = 200) {
+    const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
+    this.loops.push(
+      (async () => {
+        while (!this.stop) {
+          const r: any = await this.cdp.send("Runtime.getHeapUsage" as any).catch(() => null);
+          if (r) this.page.push({ at: Date.now(), used: r.usedSize, backing: r.backingStorageSize ?? 0 });
+          await sleep(everyMs);
+        }
+      })(),
+    );
+    this.loops.push(
+      (async () => {
+        let lastAt = 0;
+        while (!this.stop) {
+          let used = 0;
+          let backing = 0;
+          let got = false;
+          for (const sid of [...this.workers.keys()]) {
+            const m = await this.toWorker(sid, "Runtime.getHeapUsage");
+            if (m?.result) {
+              used += m.result.usedSize;
+              backing += m.result.backingStorageSize ?? 0;
+              got = true;
+            }
+          }
+          if (got) {
+            const at = Date.now();
+            if (lastAt) this.workerGapMax = Math.max(this.workerGapMax, at - lastAt);
+            lastAt = at;
+            this.worker.push({ at, used, backing });
+          }
+          await sleep(everyMs);
+        }
+      })(),
+    );
+    this.loops.push(
+      (async () => {
+        while (!this.stop) {
+          const at = Date.now();
+          this.rss.push({ at, bytes: rendererRss(this.browserPid) });
+          this.nodeRss.push({ at, bytes: process.memoryUsage().rss });
+          await sleep(everyMs);
+        }
+      })(),
+    );
+  }
+
+  async end() {
+    this.stop = true;
+    await Promise.all(this.loops);
+  }
+}
+
+/** The largest RSS among the browser's renderer processes (the page's, holding its worker). */
+function rendererRss(browserPid: number | undefined): number {
+  if (!browserPid) return Number.NaN;
+  const parent = new Map<number, number>();
+  const renderers: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      parent.set(Number(d), ppid);
+      if (readFileSync(`/proc/${d}/cmdline`, "utf8").includes("--type=renderer")) renderers.push(Number(d));
+    } catch {}
+  }
+  let best = 0;
+  for (const pid of renderers) {
+    let p: number | undefined = pid;
+    for (let i = 0; i < 10 && p && p !== browserPid; i++) p = parent.get(p);
+    if (p !== browserPid) continue;
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+      if (m) best = Math.max(best, Number(m[1]) * 1024);
+    } catch {}
+  }
+  return best;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+interface Zoom {
+  events: number;
+  dispatchMs: number;
+  settleMs: number;
+  frames: number;
+  p50: number;
+  p95: number;
+  max: number;
+  over50: number;
+}
+
+interface Run {
+  file: string;
+  run: number;
+  loadavg: string;
+  outcome: string;
+  pickToChange: number;
+  progress: number;
+  draw: number;
+  ink: number;
+  ready: number;
+  hash: number;
+  phases: string;
+  pageHeap: number;
+  pageBacking: number;
+  workerHeap: number;
+  workerBacking: number;
+  workerGapMax: number;
+  rendererRss: number;
+  nodeRssGrowth: number;
+  longMax: number;
+  long100: number;
+  longCount: number;
+  rafMax: number;
+  raf100: number;
+  hashRafMax: number;
+  zoom?: Zoom;
+  errors: string[];
+}
+
+async function oneRun(
+  browser: Browser,
+  url: string,
+  spec: Spec,
+  run: number,
+  withZoom: boolean,
+): Promise<Run> {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text().slice(0, 200));
+  });
+  page.on("pageerror", (e) => errors.push(String(e).slice(0, 200)));
+  let crashed = false;
+  page.on("crash", () => {
+    crashed = true;
+  });
+  await page.addInitScript(pageProbe);
+  const cdp = await context.newCDPSession(page);
+  const sampler = new Sampler(cdp, browserPid);
+  await sampler.attach();
+  const r: Run = {
+    file: spec.label,
+    run,
+    loadavg: la(),
+    outcome: "ok",
+    pickToChange: Number.NaN,
+    progress: Number.NaN,
+    draw: Number.NaN,
+    ink: Number.NaN,
+    ready: Number.NaN,
+    hash: Number.NaN,
+    phases: "",
+    pageHeap: Number.NaN,
+    pageBacking: Number.NaN,
+    workerHeap: Number.NaN,
+    workerBacking: Number.NaN,
+    workerGapMax: Number.NaN,
+    rendererRss: Number.NaN,
+    nodeRssGrowth: Number.NaN,
+    longMax: Number.NaN,
+    long100: Number.NaN,
+    longCount: Number.NaN,
+    rafMax: Number.NaN,
+    raf100: Number.NaN,
+    hashRafMax: Number.NaN,
+    errors,
+  };
+  try {
+    await page.goto(url);
+    await page.waitForFunction(() => !!document.body?.dataset.state, undefined, { timeout: 60_000 });
+    sampler.start();
+    await new Promise((res) => setTimeout(res, 500)); // a baseline sample or two
+    const nodeRss0 = process.memoryUsage().rss;
+    const tCall = Date.now();
+    await page.getByTestId("file-input").setInputFiles(spec.path, { timeout: 120_000 });
+    // Loaded (ready and idle) or failed.
+    let timedOut = false;
+    await page
+      .waitForFunction(
+        () => {
+          const B = (window as any).__bench;
+          return B && ("ready" in B.marks || "error" in B.marks);
+        },
+        undefined,
+        { timeout: spec.timeoutMs, polling: 250 },
+      )
+      .catch((e) => {
+        timedOut = true;
+        if (!crashed) r.outcome = `timeout after ${Math.round(spec.timeoutMs / 1000)} s`;
+        else r.outcome = "page crashed";
+        errors.push(String(e).split("\n")[0]);
+      });
+    const size = statSync(spec.path).size;
+    const digestsWanted = Math.max(1, Math.ceil(size / PIECE)) + 1;
+    if (!timedOut) {
+      // The link hash, after ready: wait for it so that the zoom measures a settled page.
+      await page
+        .waitForFunction((n) => (window as any).__bench.digests.length >= n, digestsWanted, {
+          timeout: Math.max(60_000, size / 5e3),
+          polling: 250,
+        })
+        .catch(() => errors.push("hash did not finish (or the page has no crypto.subtle)"));
+    }
+    const B: any = crashed ? null : await page.evaluate(() => (window as any).__bench).catch(() => null);
+    await sampler.end();
+    if (!B) {
+      r.outcome = crashed ? "page crashed" : r.outcome === "ok" ? "page unreadable" : r.outcome;
+      return r;
+    }
+    if (B.error) r.outcome = `error: ${B.error}`;
+    const t0: number = B.t0;
+    const rel = (name: string) => (name in B.marks ? B.marks[name] - t0 : Number.NaN);
+    r.pickToChange = B.t0Epoch - tCall;
+    r.progress = rel("progress");
+    r.draw = rel("draw");
+    r.ink = rel("ink");
+    r.ready = rel("ready");
+    r.phases = B.phases.map(([t, p]: [number, string]) => `${p}@${Math.round(t - t0)}`).join(", ");
+    const end = Number.isFinite(r.ready) ? B.marks.ready : Number.POSITIVE_INFINITY;
+    if (B.digests.length >= digestsWanted) r.hash = B.digests[B.digests.length - 1] - t0;
+    // Heaps and RSS over the load window, in epoch ms.
+    const e0 = B.t0Epoch;
+    const e1 = Number.isFinite(r.ready) ? B.t0Epoch + r.ready : Number.POSITIVE_INFINITY;
+    const inWin = (at: number) => at >= e0 - 250 && at <= e1 + 250;
+    const maxOf = (xs: number[]) => (xs.length ? Math.max(...xs) : Number.NaN);
+    const pageIn = sampler.page.filter((s) => inWin(s.at));
+    const workerIn = sampler.worker.filter((s) => inWin(s.at));
+    r.pageHeap = maxOf(pageIn.map((s) => s.used));
+    r.pageBacking = maxOf(pageIn.map((s) => s.backing));
+    r.workerHeap = maxOf(workerIn.map((s) => s.used));
+    r.workerBacking = maxOf(workerIn.map((s) => s.backing));
+    r.workerGapMax = sampler.workerGapMax;
+    r.rendererRss = maxOf(sampler.rss.filter((s) => inWin(s.at)).map((s) => s.bytes));
+    r.nodeRssGrowth = maxOf(sampler.nodeRss.filter((s) => s.at >= tCall).map((s) => s.bytes)) - nodeRss0;
+    // Responsiveness over the load window (page clock).
+    const lts: number[] = [];
+    for (let i = 0; i < B.longtasks.length; i += 2) {
+      const s = B.longtasks[i];
+      const d = B.longtasks[i + 1];
+      if (s + d >= t0 && s <= end) lts.push(d);
+    }
+    r.longCount = lts.length;
+    r.longMax = lts.length ? Math.max(...lts) : 0;
+    r.long100 = lts.filter((d) => d > 100).length;
+    const gaps = (a: number, b: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < B.frames.length; i += 2) {
+        const t = B.frames[i];
+        const d = B.frames[i + 1];
+        if (t >= a && t - d <= b) out.push(d);
+      }
+      return out;
+    };
+    const g = gaps(t0, end);
+    r.rafMax = g.length ? Math.max(...g) : Number.NaN;
+    r.raf100 = g.filter((d) => d > 100).length;
+    if (Number.isFinite(r.hash)) {
+      const h = gaps(B.marks.ready, t0 + r.hash);
+      r.hashRafMax = h.length ? Math.max(...h) : Number.NaN;
+    }
+    if (withZoom && Number.isFinite(r.ready)) r.zoom = await zoom(page);
+    return r;
+  } catch (e) {
+    r.outcome = crashed ? "page crashed" : `failed: ${String(e).split("\n")[0].slice(0, 160)}`;
+    await sampler.end().catch(() => {});
+    return r;
+  } finally {
+    await context.close().catch(() => {});
+  }
+}
+
+/** ~60 wheel events over the plot (30 in, 30 out), frame times from requestAnimationFrame deltas. */
+async function zoom(page: Page): Promise<Zoom | undefined> {
+  const tl = page.getByTestId("timeline");
+  if ((await tl.count()) === 0) return undefined;
+  const box = await page.getByTestId("timeline-canvas").boundingBox();
+  if (!box) return undefined;
+  const attr = async (n: string) => Number(await tl.getAttribute(n));
+  const left = await attr("data-plot-left");
+  const width = await attr("data-plot-width");
+  const top = await attr("data-plot-top");
+  const height = await attr("data-plot-height");
+  await page.mouse.move(box.x + left + width * 0.4, box.y + top + height * 0.5);
+  await page.waitForFunction(() => document.body.dataset.busy === "0", undefined, { timeout: 60_000 });
+  const t1 = await page.evaluate(() => performance.now());
+  const n = 60;
+  const d0 = Date.now();
+  for (let i = 0; i < n; i++) await page.mouse.wheel(0, i < n / 2 ? -120 : 120);
+  const dispatchMs = Date.now() - d0;
+  const tLast = await page.evaluate(() => performance.now());
+  await page.waitForFunction(() => document.body.dataset.busy === "0", undefined, {
+    timeout: 120_000,
+    polling: 50,
+  });
+  const { t2, frames } = await page.evaluate(() => ({
+    t2: performance.now(),
+    frames: (window as any).__bench.frames as number[],
+  }));
+  const d: number[] = [];
+  for (let i = 0; i < frames.length; i += 2) if (frames[i] >= t1 && frames[i] <= t2) d.push(frames[i + 1]);
+  return {
+    events: n,
+    dispatchMs,
+    settleMs: t2 - tLast,
+    frames: d.length,
+    p50: pct(d, 50),
+    p95: pct(d, 95),
+    max: d.length ? Math.max(...d) : Number.NaN,
+    over50: d.filter((x) => x > 50).length,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+let browserPid: number | undefined;
+
+function fileSpecs(): Spec[] {
+  mkdirSync(TMP, { recursive: true });
+  const out: Spec[] = [];
+  for (const key of selected) {
+    if (key === "real") {
+      if (!existsSync(REAL)) {
+        log(`skip real: ${REAL} is missing`);
+        continue;
+      }
+      out.push({ key, label: "real 3 MB", path: REAL, runs: runsWanted, timeoutMs: 120_000 });
+      continue;
+    }
+    const n = Number(key);
+    if (!Number.isFinite(n) || n <= 0) {
+      log(`skip ${key}: not a size in MB or "real"`);
+      continue;
+    }
+    const path = join(TMP, `big-${n}mb.pickle`);
+    if (!existsSync(path)) {
+      log(`generating ${path} …`);
+      execFileSync("python3", ["test/gen/generate.py", "big", "--target-mb", String(n), path], {
+        cwd: ROOT,
+        stdio: ["ignore", "ignore", "inherit"],
+      });
+    }
+    out.push({
+      key,
+      label: `gen ${n} MB`,
+      path,
+      runs: n >= 1000 ? 1 : runsWanted,
+      timeoutMs: 90_000 + n * 600, // 1 GB: 11.5 min at most
+    });
+  }
+  return out;
+}
+
+async function serve(dir: string): Promise<{ url: string; proc: ChildProcess }> {
+  const port = process.env.BENCH_WEB_PORT ?? "0";
+  const proc = spawn(process.execPath, [join(ROOT, "scripts/serve.mjs"), dir, "--port", port], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const url = await new Promise<string>((res, rej) => {
+    const t = setTimeout(() => rej(new Error("serve.mjs printed no URL in 20 s")), 20_000);
+    proc.stdout?.on("data", (d) => {
+      const m = /http:\/\/\S+/.exec(String(d));
+      if (m) {
+        clearTimeout(t);
+        res(m[0]);
+      }
+    });
+    proc.on("exit", (c) => rej(new Error(`serve.mjs exited (${c})`)));
+  });
+  return { url, proc };
+}
+
+async function main() {
+  const started = Date.now();
+  log(`web bench: built site in headless Chromium, 1400×900 @1×; load average ${la()} (1/5/15 min)`);
+  const dist = join(ROOT, "dist");
+  if (!existsSync(join(dist, "index.html"))) {
+    log("dist/ missing: npx vite build …");
+    execFileSync("npx", ["vite", "build"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  }
+  // A private copy, so that a rebuild of dist/ during the (long) run cannot pull files from under the page.
+  const copy = join(TMP, "web-dist");
+  rmSync(copy, { recursive: true, force: true });
+  cpSync(dist, copy, { recursive: true });
+  log(`site: dist/ built ${statSync(join(dist, "index.html")).mtime.toISOString()} (served from a copy)`);
+  const specs = fileSpecs();
+  const { url, proc } = await serve(copy);
+  let browser: Browser | undefined;
+  const results: Run[] = [];
+  try {
+    browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      headless: true,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    });
+    browserPid = findBrowserPid();
+    log(`serving ${url}; Chromium ${browser.version()}${browserPid ? ` (pid ${browserPid})` : ""}`);
+    for (const spec of specs) {
+      const size = statSync(spec.path).size;
+      log(`\n${spec.label}: ${basename(spec.path)} (${(size / 1e6).toFixed(1)} MB), ${spec.runs} run(s)`);
+      for (let i = 1; i <= spec.runs; i++) {
+        const r = await oneRun(browser, url, spec, i, i === 1 && zoomOn.includes(spec.key));
+        results.push(r);
+        printRun(r);
+      }
+    }
+  } finally {
+    await browser?.close().catch(() => {});
+    proc.kill();
+  }
+  printTable(results);
+  log(`\nload average at the end ${la()}; bench took ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+/** The Chromium browser process Playwright started: a child of this process (Playwright runs in-process). */
+function findBrowserPid(): number | undefined {
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid !== process.pid) continue;
+      const cmd = readFileSync(`/proc/${d}/cmdline`, "utf8");
+      if (cmd.includes("chrom") && !cmd.includes("--type=")) return Number(d);
+    } catch {}
+  }
+  return undefined;
+}
+
+function printRun(r: Run) {
+  log(
+    `  run ${r.run} [load ${r.loadavg}] ${r.outcome}: progress ${ms(r.progress)} ms, 1st draw ${ms(r.draw)} ms, ` +
+      `1st ink ${ms(r.ink)} ms, ready ${ms(r.ready)} ms, hash ${ms(r.hash)} ms; pick→change ${ms(r.pickToChange)} ms`,
+  );
+  log(`    phases (ms after change): ${r.phases || "—"}`);
+  log(
+    `    peak heap: page ${mb(r.pageHeap)} MiB (+${mb(r.pageBacking)} ArrayBuffers), worker ${mb(r.workerHeap)} MiB ` +
+      `(+${mb(r.workerBacking)} ArrayBuffers; longest gap between worker samples ${ms(r.workerGapMax)} ms), ` +
+      `renderer RSS ${mb(r.rendererRss)} MiB; bench process RSS growth ${mb(r.nodeRssGrowth)} MiB`,
+  );
+  log(
+    `    main thread during load: longtasks ${r.longCount} (max ${ms(r.longMax)} ms, ${r.long100} > 100 ms); ` +
+      `rAF gap max ${ms(r.rafMax)} ms, ${r.raf100} gaps > 100 ms; after ready, during the hash: rAF gap max ${ms(r.hashRafMax)} ms`,
+  );
+  if (r.zoom) {
+    const z = r.zoom;
+    log(
+      `    zoom: ${z.events} wheel events dispatched in ${z.dispatchMs} ms, idle ${ms(z.settleMs)} ms after the last; ` +
+        `${z.frames} frames: p50 ${z.p50.toFixed(1)} ms, p95 ${z.p95.toFixed(1)} ms, max ${z.max.toFixed(1)} ms, ${z.over50} > 50 ms`,
+    );
+  }
+  if (r.errors.length) log(`    page errors: ${[...new Set(r.errors)].slice(0, 5).join(" | ")}`);
+}
+
+function printTable(results: Run[]) {
+  const files = [...new Set(results.map((r) => r.file))];
+  log("\nmedians over runs (ms after the file input's change event; MiB peaks over change → ready)");
+  const head = [
+    "file",
+    "runs",
+    "progress",
+    "1st draw",
+    "1st ink",
+    "ready",
+    "hash",
+    "page heap",
+    "wkr heap",
+    "wkr ABuf",
+    "rndr RSS",
+    "longtask max",
+    ">100",
+    "rAF gap max",
+    ">100",
+    "zoom p50/p95/max",
+  ];
+  const rows: string[][] = [head];
+  for (const f of files) {
+    const rs = results.filter((r) => r.file === f);
+    const ok = rs.filter((r) => r.outcome === "ok");
+    const use = ok.length ? ok : rs;
+    const m = (k: keyof Run) => median(use.map((r) => r[k] as number));
+    const z = rs.find((r) => r.zoom)?.zoom;
+    rows.push([
+      f,
+      `${ok.length}/${rs.length}`,
+      ms(m("progress")),
+      ms(m("draw")),
+      ms(m("ink")),
+      ms(m("ready")),
+      ms(m("hash")),
+      mb(m("pageHeap")),
+      mb(m("workerHeap")),
+      mb(m("workerBacking")),
+      mb(m("rendererRss")),
+      ms(m("longMax")),
+      ms(m("long100")),
+      ms(m("rafMax")),
+      ms(m("raf100")),
+      z ? `${z.p50.toFixed(1)}/${z.p95.toFixed(1)}/${z.max.toFixed(0)}` : "—",
+    ]);
+  }
+  const w = head.map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  for (const r of rows) log(r.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join("  "));
+  const bad = results.filter((r) => r.outcome !== "ok");
+  for (const r of bad) log(`  ${r.file} run ${r.run}: ${r.outcome}`);
+}
+
+await main();
