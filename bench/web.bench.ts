@@ -1,21 +1,27 @@
-// `npm run bench:web`: the built site in headless Chromium, opening snapshots through the page's file input
-// as a user does. Figures only; nothing here is a test (it never fails on a slow figure, only on a broken
-// setup). Per file it prints, measured from the input's `change` event (the moment the file is picked):
-//   progress   the progress panel ([data-testid=progress]) is in the DOM: the earliest visible feedback
-//   1st draw   the first drawing call on the timeline canvas (the app draws only once it has data)
-//   1st ink    the first animation frame in which the timeline canvas holds drawn pixels (polled per frame)
-//   ready      body[data-state=ready] and body[data-busy="0"] (the app's idle signal: loaded and painted)
-//   hash       the page finished its SHA-256 of the file for links (runs after ready, on the main thread)
-// peak heaps over the load (change → ready): the page's JS heap and the worker's (CDP Runtime.getHeapUsage,
-// the worker reached with Target.setAutoAttach), the worker's ArrayBuffer backing stores, and the RSS of
-// the renderer process (page + worker + file slices, from /proc); main-thread responsiveness over the same
-// window: 'longtask' entries and requestAnimationFrame gaps (max, and how many exceed 100 ms). Then ~60 wheel
-// events over the timeline canvas (30 in, 30 out) with frame times from requestAnimationFrame deltas.
+// `npm run bench:web`: the built site (a copy of dist/) in headless Chromium at 1400×900 @1×, opening
+// snapshots through the page's file input as a user does (setInputFiles with a path: Chromium reads the
+// file from disk; this process never holds it). Figures only; nothing here is a test.
+// Per file, in ms after the input's `change` event (the moment the file is picked), seen from inside the
+// page by an init script (MutationObserver, requestAnimationFrame, a wrapper on canvas drawing calls):
+//   progress     the progress panel ([data-testid=progress]) is in the DOM: the earliest visible feedback
+//   state=ready  body[data-state] becomes "ready": summary and timeline sections are rendered
+//   1st draw     the first drawing call on the timeline canvas (the app draws there only once it has data)
+//   1st ink      the first animation frame in which the timeline canvas holds drawn pixels (read back)
+//   hash         the last SHA-256 digest of the page's link hash of the file (src/ui/state/hash.ts)
+//   idle         body[data-state=ready] and body[data-busy="0"]: the app's own "loaded, nothing pending"
+//                signal (it currently also waits for the link hash)
+// Peaks over change → idle, sampled every ~200 ms: the page's and the worker's JS heap (CDP
+// Runtime.getHeapUsage; the worker reached through Target.setAutoAttach) and their ArrayBuffer backing
+// stores, and the RSS of the renderer process (page + worker, /proc). Main-thread responsiveness over the
+// same window: 'longtask' entries and requestAnimationFrame gaps (max, and how many exceed 100 ms). Then,
+// after idle, 60 wheel events over the timeline plot (30 in, 30 out; each awaited), frame times from
+// requestAnimationFrame deltas from the first wheel to idle after the last.
 //
 //   BENCH_WEB_FILES=100,real,1000  which files (default all three); 100/1000 are generated if missing
 //   BENCH_WEB_RUNS=3               runs per file (the 1 GB file always gets 1)
 //   BENCH_WEB_ZOOM=1000,100,real   which files get the wheel-zoom measurement (default: all selected)
 //   BENCH_WEB_PORT=0               port for scripts/serve.mjs (0: a free one)
+//   BENCH_WEB_VERBOSE=1            also print each run's data-state/data-busy transitions
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -63,28 +69,29 @@ const mb = (x: number | null | undefined) =>
 // ---------------------------------------------------------------------------------------------------------
 // In the page, before any of its scripts: milestones, frames, long tasks, the first drawing on the timeline.
 
-function pageProbe() {
-  const B: any = {
-    t0: null as number | null,
-    t0Epoch: null as number | null,
-    marks: {} as Record<string, number>,
-    phases: [] as [number, string][],
-    states: [] as [number, string, string][],
-    frames: [] as number[], // flat: frame time, delta since the previous frame
-    longtasks: [] as number[], // flat: start, duration
-    digests: [] as number[],
-    error: null as string | null,
+// Plain JavaScript in a string: tsx's transform would add helpers (__name) the page does not have.
+const PAGE_PROBE = `(() => {
+  const B = {
+    t0: null, // the input's change event (performance.now())
+    t0Epoch: null,
+    marks: {},
+    phases: [], // [time, phase text]
+    states: [], // [time, data-state, data-busy]
+    frames: [], // flat: frame time, delta since the previous frame
+    longtasks: [], // flat: start, duration
+    digests: [], // times the link hash's digests resolved
+    error: null,
   };
-  (window as any).__bench = B;
+  window.__bench = B;
   const now = () => performance.now();
-  const mark = (name: string) => {
+  const mark = (name) => {
     if (B.t0 != null && !(name in B.marks)) B.marks[name] = now();
   };
   window.addEventListener(
     "change",
     (e) => {
-      const t = e.target as HTMLElement | null;
-      if (t?.dataset?.testid === "file-input") {
+      const t = e.target;
+      if (t && t.dataset && t.dataset.testid === "file-input") {
         B.t0 = now();
         B.t0Epoch = performance.timeOrigin + B.t0;
         B.marks = {};
@@ -97,25 +104,28 @@ function pageProbe() {
   let lastPhase = "";
   let lastState = "";
   const observe = () => {
-    if (B.t0 == null) return;
+    if (B.t0 == null || !document.body) return;
     if (document.querySelector("[data-testid=progress]")) mark("progress");
-    const ph = document.querySelector("[data-testid=progress-phase]")?.textContent ?? "";
+    const phEl = document.querySelector("[data-testid=progress-phase]");
+    const ph = phEl ? phEl.textContent : "";
     if (ph && ph !== lastPhase) {
       lastPhase = ph;
       B.phases.push([now(), ph]);
     }
     if (document.querySelector("[data-testid=summary]")) mark("summary");
     if (document.querySelector("canvas[data-testid=timeline-canvas]")) mark("timelineCanvas");
-    const st = document.body?.dataset.state ?? "";
-    const busy = document.body?.dataset.busy ?? "";
-    if (`${st}/${busy}` !== lastState) {
-      lastState = `${st}/${busy}`;
+    const st = document.body.dataset.state || "";
+    const busy = document.body.dataset.busy || "";
+    if (st + "/" + busy !== lastState) {
+      lastState = st + "/" + busy;
       B.states.push([now(), st, busy]);
     }
+    if (st === "ready") mark("stateReady");
     if (st === "ready" && busy === "0") mark("ready");
     if (st === "error" && !("error" in B.marks)) {
       mark("error");
-      B.error = document.querySelector("[data-testid=error-message]")?.textContent ?? "error";
+      const m = document.querySelector("[data-testid=error-message]");
+      B.error = (m && m.textContent) || "error";
     }
   };
   new MutationObserver(observe).observe(document, {
@@ -128,13 +138,14 @@ function pageProbe() {
 
   // Frames: every requestAnimationFrame delta; and, until it has some, whether the timeline canvas has ink.
   let last = 0;
-  const loop = (t: number) => {
+  const loop = (t) => {
     if (last) B.frames.push(t, t - last);
     last = t;
     if (B.t0 != null && !("ink" in B.marks)) {
-      const c = document.querySelector("canvas[data-testid=timeline-canvas]") as HTMLCanvasElement | null;
+      const c = document.querySelector("canvas[data-testid=timeline-canvas]");
       if (c && c.width > 0 && c.height > 0) {
-        const d = c.getContext("2d")?.getImageData(0, 0, c.width, c.height).data;
+        const ctx = c.getContext("2d");
+        const d = ctx ? ctx.getImageData(0, 0, c.width, c.height).data : null;
         let n = 0;
         if (d) for (let i = 3; i < d.length; i += 64) if (d[i] > 0) n++;
         if (n > 200) mark("ink");
@@ -145,13 +156,13 @@ function pageProbe() {
   requestAnimationFrame(loop);
 
   // The first drawing call on the timeline canvas; the originals are put back right after.
-  const P = CanvasRenderingContext2D.prototype as any;
+  const P = CanvasRenderingContext2D.prototype;
   const names = ["fillRect", "fill", "stroke", "drawImage", "putImageData", "fillText"];
-  const orig: Record<string, any> = {};
+  const orig = {};
   for (const n of names) {
     orig[n] = P[n];
-    P[n] = function (this: CanvasRenderingContext2D, ...a: unknown[]) {
-      if (B.t0 != null && this.canvas?.getAttribute?.("data-testid") === "timeline-canvas") {
+    P[n] = function (...a) {
+      if (B.t0 != null && this.canvas && this.canvas.getAttribute("data-testid") === "timeline-canvas") {
         mark("draw");
         for (const m of names) P[m] = orig[m];
       }
@@ -163,21 +174,18 @@ function pageProbe() {
     new PerformanceObserver((l) => {
       for (const e of l.getEntries()) B.longtasks.push(e.startTime, e.duration);
     }).observe({ type: "longtask", buffered: true });
-  } catch {}
+  } catch (e) {}
 
-  // The link hash (hash.ts): one digest per 4 MiB piece, then one over the digests.
+  // The link hash (src/ui/state/hash.ts): one digest per 4 MiB piece, then one over the digests.
   if (typeof SubtleCrypto !== "undefined") {
     const digest = SubtleCrypto.prototype.digest;
-    SubtleCrypto.prototype.digest = function (this: SubtleCrypto, ...a: any[]) {
-      const p = (digest as any).apply(this, a) as Promise<ArrayBuffer>;
-      p.then(
-        () => B.digests.push(now()),
-        () => {},
-      );
+    SubtleCrypto.prototype.digest = function (...a) {
+      const p = digest.apply(this, a);
+      p.then(() => B.digests.push(now()), () => {});
       return p;
-    } as any;
+    };
   }
-}
+})();`;
 
 // ---------------------------------------------------------------------------------------------------------
 // Outside the page: heap of page and worker over CDP, RSS of the renderer from /proc.
@@ -338,6 +346,7 @@ function rendererRss(browserPid: number | undefined): number {
 
 interface Zoom {
   events: number;
+  spanIn: number;
   dispatchMs: number;
   settleMs: number;
   frames: number;
@@ -355,10 +364,12 @@ interface Run {
   pickToChange: number;
   progress: number;
   draw: number;
+  stateReady: number;
   ink: number;
   ready: number;
   hash: number;
   phases: string;
+  states: string;
   pageHeap: number;
   pageBacking: number;
   workerHeap: number;
@@ -371,7 +382,6 @@ interface Run {
   longCount: number;
   rafMax: number;
   raf100: number;
-  hashRafMax: number;
   zoom?: Zoom;
   errors: string[];
 }
@@ -394,7 +404,7 @@ async function oneRun(
   page.on("crash", () => {
     crashed = true;
   });
-  await page.addInitScript(pageProbe);
+  await page.addInitScript({ content: PAGE_PROBE });
   const cdp = await context.newCDPSession(page);
   const sampler = new Sampler(cdp, browserPid);
   await sampler.attach();
@@ -406,10 +416,12 @@ async function oneRun(
     pickToChange: Number.NaN,
     progress: Number.NaN,
     draw: Number.NaN,
+    stateReady: Number.NaN,
     ink: Number.NaN,
     ready: Number.NaN,
     hash: Number.NaN,
     phases: "",
+    states: "",
     pageHeap: Number.NaN,
     pageBacking: Number.NaN,
     workerHeap: Number.NaN,
@@ -422,7 +434,6 @@ async function oneRun(
     longCount: Number.NaN,
     rafMax: Number.NaN,
     raf100: Number.NaN,
-    hashRafMax: Number.NaN,
     errors,
   };
   try {
@@ -433,6 +444,11 @@ async function oneRun(
     const nodeRss0 = process.memoryUsage().rss;
     const tCall = Date.now();
     await page.getByTestId("file-input").setInputFiles(spec.path, { timeout: 120_000 });
+    const probed = await page
+      .waitForFunction(() => (window as any).__bench?.t0 != null, undefined, { timeout: 30_000 })
+      .then(() => true)
+      .catch(() => false);
+    if (!probed) throw new Error("the page probe saw no change event on the file input");
     // Loaded (ready and idle) or failed.
     let timedOut = false;
     await page
@@ -473,8 +489,13 @@ async function oneRun(
     r.pickToChange = B.t0Epoch - tCall;
     r.progress = rel("progress");
     r.draw = rel("draw");
+    r.stateReady = rel("stateReady");
     r.ink = rel("ink");
     r.ready = rel("ready");
+    r.states = B.states
+      .filter(([t]: [number]) => t >= t0)
+      .map(([t, st, busy]: [number, string, string]) => `${st}/${busy}@${Math.round(t - t0)}`)
+      .join(" ");
     r.phases = B.phases.map(([t, p]: [number, string]) => `${p}@${Math.round(t - t0)}`).join(", ");
     const end = Number.isFinite(r.ready) ? B.marks.ready : Number.POSITIVE_INFINITY;
     if (B.digests.length >= digestsWanted) r.hash = B.digests[B.digests.length - 1] - t0;
@@ -514,10 +535,6 @@ async function oneRun(
     const g = gaps(t0, end);
     r.rafMax = g.length ? Math.max(...g) : Number.NaN;
     r.raf100 = g.filter((d) => d > 100).length;
-    if (Number.isFinite(r.hash)) {
-      const h = gaps(B.marks.ready, t0 + r.hash);
-      r.hashRafMax = h.length ? Math.max(...h) : Number.NaN;
-    }
     if (withZoom && Number.isFinite(r.ready)) r.zoom = await zoom(page);
     return r;
   } catch (e) {
@@ -540,12 +557,22 @@ async function zoom(page: Page): Promise<Zoom | undefined> {
   const width = await attr("data-plot-width");
   const top = await attr("data-plot-top");
   const height = await attr("data-plot-height");
+  const x0 = await attr("data-x0");
+  const x1 = await attr("data-x1");
   await page.mouse.move(box.x + left + width * 0.4, box.y + top + height * 0.5);
   await page.waitForFunction(() => document.body.dataset.busy === "0", undefined, { timeout: 60_000 });
   const t1 = await page.evaluate(() => performance.now());
   const n = 60;
   const d0 = Date.now();
-  for (let i = 0; i < n; i++) await page.mouse.wheel(0, i < n / 2 ? -120 : 120);
+  let spanIn = Number.NaN;
+  for (let i = 0; i < n; i++) {
+    await page.mouse.wheel(0, i < n / 2 ? -120 : 120);
+    if (i === n / 2 - 1) {
+      // How far in the 30 zoom-ins got (the app clamps): a check that the wheel did zoom.
+      const v = await tl.evaluate((e) => [Number(e.dataset.x0), Number(e.dataset.x1)]).catch(() => null);
+      if (v) spanIn = (v[1] - v[0]) / (x1 - x0);
+    }
+  }
   const dispatchMs = Date.now() - d0;
   const tLast = await page.evaluate(() => performance.now());
   await page.waitForFunction(() => document.body.dataset.busy === "0", undefined, {
@@ -560,6 +587,7 @@ async function zoom(page: Page): Promise<Zoom | undefined> {
   for (let i = 0; i < frames.length; i += 2) if (frames[i] >= t1 && frames[i] <= t2) d.push(frames[i + 1]);
   return {
     events: n,
+    spanIn,
     dispatchMs,
     settleMs: t2 - tLast,
     frames: d.length,
@@ -697,10 +725,12 @@ function findBrowserPid(): number | undefined {
 
 function printRun(r: Run) {
   log(
-    `  run ${r.run} [load ${r.loadavg}] ${r.outcome}: progress ${ms(r.progress)} ms, 1st draw ${ms(r.draw)} ms, ` +
-      `1st ink ${ms(r.ink)} ms, ready ${ms(r.ready)} ms, hash ${ms(r.hash)} ms; pick→change ${ms(r.pickToChange)} ms`,
+    `  run ${r.run} [load ${r.loadavg}] ${r.outcome}: progress ${ms(r.progress)} ms, state=ready ${ms(r.stateReady)} ms, ` +
+      `1st draw ${ms(r.draw)} ms, 1st ink ${ms(r.ink)} ms, hash ${ms(r.hash)} ms, idle ${ms(r.ready)} ms; ` +
+      `setInputFiles call→change ${ms(r.pickToChange)} ms`,
   );
   log(`    phases (ms after change): ${r.phases || "—"}`);
+  if (process.env.BENCH_WEB_VERBOSE) log(`    data-state/data-busy (ms after change): ${r.states || "—"}`);
   log(
     `    peak heap: page ${mb(r.pageHeap)} MiB (+${mb(r.pageBacking)} ArrayBuffers), worker ${mb(r.workerHeap)} MiB ` +
       `(+${mb(r.workerBacking)} ArrayBuffers; longest gap between worker samples ${ms(r.workerGapMax)} ms), ` +
@@ -708,12 +738,12 @@ function printRun(r: Run) {
   );
   log(
     `    main thread during load: longtasks ${r.longCount} (max ${ms(r.longMax)} ms, ${r.long100} > 100 ms); ` +
-      `rAF gap max ${ms(r.rafMax)} ms, ${r.raf100} gaps > 100 ms; after ready, during the hash: rAF gap max ${ms(r.hashRafMax)} ms`,
+      `rAF gap max ${ms(r.rafMax)} ms, ${r.raf100} gaps > 100 ms`,
   );
   if (r.zoom) {
     const z = r.zoom;
     log(
-      `    zoom: ${z.events} wheel events dispatched in ${z.dispatchMs} ms, idle ${ms(z.settleMs)} ms after the last; ` +
+      `    zoom: ${z.events} wheel events (30 in: visible span ${(z.spanIn * 100).toPrecision(2)}% of the start) dispatched in ${z.dispatchMs} ms, idle ${ms(z.settleMs)} ms after the last; ` +
         `${z.frames} frames: p50 ${z.p50.toFixed(1)} ms, p95 ${z.p95.toFixed(1)} ms, max ${z.max.toFixed(1)} ms, ${z.over50} > 50 ms`,
     );
   }
@@ -722,15 +752,18 @@ function printRun(r: Run) {
 
 function printTable(results: Run[]) {
   const files = [...new Set(results.map((r) => r.file))];
-  log("\nmedians over runs (ms after the file input's change event; MiB peaks over change → ready)");
+  log(
+    "\nmedians over runs (ms after the file input's change event; MiB peaks and main-thread figures over change → idle)",
+  );
   const head = [
     "file",
     "runs",
     "progress",
+    "state=ready",
     "1st draw",
     "1st ink",
-    "ready",
     "hash",
+    "idle",
     "page heap",
     "wkr heap",
     "wkr ABuf",
@@ -752,10 +785,11 @@ function printTable(results: Run[]) {
       f,
       `${ok.length}/${rs.length}`,
       ms(m("progress")),
+      ms(m("stateReady")),
       ms(m("draw")),
       ms(m("ink")),
-      ms(m("ready")),
       ms(m("hash")),
+      ms(m("ready")),
       mb(m("pageHeap")),
       mb(m("workerHeap")),
       mb(m("workerBacking")),
