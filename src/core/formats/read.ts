@@ -2,6 +2,7 @@
 // it through the right decoder and the unpickler, and turns every failure into a SnapshotReadError.
 
 import { SnapshotAssembler } from "../model/assemble";
+import type { LoadPreview } from "../model/preview";
 import type { InputFormat, SnapshotModel } from "../model/types";
 import { PickleError } from "../pickle/errors";
 import { type UnpickleLimits, Unpickler } from "../pickle/unpickler";
@@ -21,6 +22,10 @@ export interface ReadOptions {
   /** Slice size; tests shrink it to exercise chunk boundaries. */
   chunkBytes?: number;
   onProgress?: (p: ReadProgress) => void;
+  /** Called at most every `previewEveryMs` while parsing, with memory over the entries read so far. */
+  onPreview?: (p: LoadPreview) => void;
+  previewEveryMs?: number;
+  previewBuckets?: number;
   signal?: AbortSignal;
   limits?: Partial<UnpickleLimits>;
 }
@@ -134,10 +139,15 @@ async function unpickle(
     totalBytes: totalBytes ?? undefined,
   });
   assembler.attachMemo(u.memo);
+  let lastPreview = performance.now();
   for await (const chunk of chunks) {
     checkAborted(opts.signal);
     u.feed(chunk);
     opts.onProgress?.({ phase: "parsing", bytesDone: progressOf(), bytesTotal: progressTotal });
+    if (opts.onPreview && performance.now() - lastPreview >= (opts.previewEveryMs ?? 250)) {
+      opts.onPreview(assembler.preview(opts.previewBuckets ?? 800));
+      lastPreview = performance.now();
+    }
     if (u.done && totalBytes === null) break;
   }
   return { root: u.finish(), protocol: u.protocol, trailingBytes: u.trailingBytes };

@@ -7,6 +7,7 @@ import { SnapshotReadError } from "../formats/errors";
 import type { UnpickleHooks } from "../pickle/unpickler";
 import { describeValue, isSequence, PyDict, PyList, PySet, sequenceItems } from "../pickle/values";
 import { ModelBuilder, TraceColumns } from "./builder";
+import { type LoadPreview, previewOf } from "./preview";
 import {
   Action,
   EMPTY_STACK,
@@ -79,6 +80,11 @@ export class SnapshotAssembler {
       return true;
     },
   };
+
+  /** Memory over the trace entries read so far (a first picture while a big file loads). */
+  preview(buckets: number): LoadPreview {
+    return previewOf(this.staging, buckets);
+  }
 
   /** The unpickler's memo, so consumed values can be released from it. */
   attachMemo(memo: unknown[]): void {

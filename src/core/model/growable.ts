@@ -85,4 +85,8 @@ export class ChunkedColumn<T extends TypedArray> {
     this.chunks = [];
     this.length = 0;
   }
+
+  forEachChunk(fn: (chunk: T, firstRow: number, rows: number) => void): void {
+    this.chunks.forEach((c, k) => fn(c, k * CHUNK_ROWS, Math.min(CHUNK_ROWS, this.length - k * CHUNK_ROWS)));
+  }
 }
