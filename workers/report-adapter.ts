@@ -3,7 +3,7 @@
 
 import type { Attribution } from "../src/core/attribution/index";
 import type { CountersSidecar, SnapshotModel } from "../src/core/model/types";
-import { type ReplayInputs, type ReplayReport, replayReport } from "../src/core/replay/report";
+import { type ReplayReport, replayReport } from "../src/core/replay/report";
 import type { Replay } from "../src/core/replay/types";
 import { buildReport, type ReportJson, replayInputs } from "../src/core/report/index";
 
