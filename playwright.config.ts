@@ -1,7 +1,9 @@
 import { defineConfig } from "@playwright/test";
 
 // e2e against the built site (dist/) in Debian's Chromium; never downloads browsers.
+// E2E_PORT and E2E_DIST let two checkouts' runs share a machine (another port, another built folder).
 const PORT = Number(process.env.E2E_PORT ?? 4173);
+const DIST = process.env.E2E_DIST ?? "dist";
 
 export default defineConfig({
   testDir: "e2e",
@@ -10,8 +12,8 @@ export default defineConfig({
   forbidOnly: true,
   timeout: 120_000,
   expect: { timeout: 30_000 },
-  reporter: [["list"], ["json", { outputFile: "test-results/e2e.json" }]],
-  outputDir: "test-results/artifacts",
+  reporter: [["list"], ["json", { outputFile: process.env.E2E_JSON ?? "test-results/e2e.json" }]],
+  outputDir: process.env.E2E_ARTIFACTS ?? "test-results/artifacts",
   use: {
     baseURL: `http://127.0.0.1:${PORT}/`,
     viewport: { width: 1400, height: 900 },
@@ -31,7 +33,7 @@ export default defineConfig({
     },
   },
   webServer: {
-    command: `node scripts/serve.mjs dist --port ${PORT}`,
+    command: `node scripts/serve.mjs ${DIST} --port ${PORT}`,
     url: `http://127.0.0.1:${PORT}/`,
     reuseExistingServer: false,
     stdout: "pipe",

@@ -28,21 +28,40 @@ export function cli(args: string[]): { code: number; json: any; stderr: string }
 
 /** Drops a file on the page with a real DataTransfer carrying the file's bytes. */
 export async function dropFile(page: Page, path: string, bytes?: Buffer): Promise<void> {
-  const data = bytes ?? readFileSync(path);
+  await dropFiles(page, [{ path, bytes }]);
+}
+
+/**
+ * Drops several files at once (one DataTransfer). `at: "right"` drops on the right half of the window:
+ * with a file open, that is the "compare with the open file" zone.
+ */
+export async function dropFiles(
+  page: Page,
+  files: (string | { path: string; bytes?: Buffer; name?: string })[],
+  opts: { at?: "left" | "right" } = {},
+): Promise<void> {
+  const list = files.map((f) => {
+    const o = typeof f === "string" ? { path: f } : f;
+    return { b64: (o.bytes ?? readFileSync(o.path)).toString("base64"), name: o.name ?? basename(o.path) };
+  });
   await page.evaluate(
-    async ({ b64, name }) => {
-      const bin = atob(b64);
-      const arr = new Uint8Array(bin.length);
-      for (let i = 0; i < bin.length; i++) arr[i] = bin.charCodeAt(i);
-      const file = new File([arr], name, { type: "application/octet-stream" });
+    async ({ list, right }) => {
       const dt = new DataTransfer();
-      dt.items.add(file);
+      for (const { b64, name } of list) {
+        const bin = atob(b64);
+        const arr = new Uint8Array(bin.length);
+        for (let i = 0; i < bin.length; i++) arr[i] = bin.charCodeAt(i);
+        dt.items.add(new File([arr], name, { type: "application/octet-stream" }));
+      }
       const target = document.querySelector("main") ?? document.body;
+      const clientX = right ? window.innerWidth * 0.75 : 0;
       for (const type of ["dragenter", "dragover", "drop"]) {
-        target.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+        target.dispatchEvent(
+          new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true, clientX, clientY: 200 }),
+        );
       }
     },
-    { b64: data.toString("base64"), name: basename(path) },
+    { list, right: opts.at === "right" },
   );
 }
 

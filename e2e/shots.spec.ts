@@ -2,7 +2,7 @@
 
 import { mkdirSync } from "node:fs";
 import { expect, test } from "@playwright/test";
-import { dropFile, real, waitIdle, watchConsole } from "./helpers";
+import { dropFile, dropFiles, real, waitIdle, watchConsole } from "./helpers";
 
 const DIR = process.env.SHOTS_DIR ?? "/tmp/shots";
 const FILES = (process.env.SHOTS_FILES ?? "Constructor-Sun__code_location__memory_snapshot.pickle").split(
@@ -80,5 +80,67 @@ test.describe("screenshots of interactions", () => {
     await waitIdle(dark);
     await dark.screenshot({ path: `${DIR}/dark.png` });
     await dark.close();
+  });
+});
+
+test.describe("screenshots of a comparison and of a link", () => {
+  test.skip(!process.env.SHOTS, "set SHOTS=1 to take screenshots");
+
+  test("compare view", async ({ page }) => {
+    mkdirSync(DIR, { recursive: true });
+    const errors = watchConsole(page);
+    await page.goto("./");
+    await dropFiles(page, [
+      real("Wedsonlin__assignment2-systems__medium_256_inference_memory_snapshot.pickle"),
+      real("Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle"),
+    ]);
+    await waitIdle(page);
+    await page.screenshot({ path: `${DIR}/compare.png` });
+    const first = page.getByTestId("diff-sites").locator("button[data-site]").first();
+    await first.click();
+    await waitIdle(page);
+    const c = (await page.getByTestId("column-a").getByTestId("timeline-canvas").boundingBox())!;
+    await page.mouse.move(c.x + c.width * 0.5, c.y + c.height * 0.5);
+    await waitIdle(page);
+    await page.screenshot({ path: `${DIR}/compare-highlight-hover.png` });
+    await page.screenshot({ path: `${DIR}/compare-full.png`, fullPage: true });
+    expect(errors).toEqual([]);
+  });
+
+  test("drop zones over an open file", async ({ page }) => {
+    mkdirSync(DIR, { recursive: true });
+    await page.goto("./");
+    await dropFiles(page, [real("ZidongLiu__DeComFL__memory.pickle")]);
+    await waitIdle(page);
+    await page.evaluate(() => {
+      const dt = new DataTransfer();
+      dt.items.add(new File(["x"], "other.pickle"));
+      const main = document.querySelector("main")!;
+      for (const type of ["dragenter", "dragover"]) {
+        main.dispatchEvent(
+          new DragEvent(type, {
+            dataTransfer: dt,
+            bubbles: true,
+            cancelable: true,
+            clientX: 1000,
+            clientY: 300,
+          }),
+        );
+      }
+    });
+    await expect(page.getByTestId("drop-zones")).toBeVisible();
+    await page.screenshot({ path: `${DIR}/drop-zones.png` });
+  });
+
+  test("link-restored view", async ({ page }) => {
+    mkdirSync(DIR, { recursive: true });
+    await page.goto(
+      "./#v=1&src=demo.pickle&device=0&axis=event&t0=100&t1=700&pin=400&cat=activations&bogus=1",
+    );
+    await waitIdle(page);
+    await page.screenshot({ path: `${DIR}/link-restored.png` });
+    await page.goto("./#v=1&name=train.pickle&hash=0123456789abcdef0123456789abcdef&t0=1&t1=2");
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: `${DIR}/link-waiting.png` });
   });
 });

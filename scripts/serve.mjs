@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// A tiny static file server for the built site: `node scripts/serve.mjs [folder] [--port N] [--host H]`.
+// A tiny static file server for the built site:
+//   node scripts/serve.mjs [folder] [--port N] [--host H] [--base /sub/path/]
 // Serves one folder on 127.0.0.1 (never on all interfaces unless asked), prints the URL, and sets the
 // MIME types the app needs (.js/.mjs as JavaScript for module workers, .wasm, .pickle as binary).
+// --base serves the folder under a sub-path (as a static host does for a project page), nothing else.
+// Port 0 picks a free port; the URL printed says which.
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createServer } from "node:http";
@@ -29,7 +32,7 @@ const MIME = {
 };
 
 function parseArgs(argv) {
-  const out = { root: "dist", port: 8080, host: "127.0.0.1" };
+  const out = { root: "dist", port: 8080, host: "127.0.0.1", base: "/" };
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -37,15 +40,18 @@ function parseArgs(argv) {
     else if (a.startsWith("--port=")) out.port = Number(a.slice(7));
     else if (a === "--host") out.host = argv[++i];
     else if (a.startsWith("--host=")) out.host = a.slice(7);
+    else if (a === "--base") out.base = argv[++i];
+    else if (a.startsWith("--base=")) out.base = a.slice(7);
     else rest.push(a);
   }
   if (rest[0]) out.root = rest[0];
+  out.base = `/${out.base.replace(/^\/+|\/+$/g, "")}/`.replace(/^\/\/$/, "/");
   if (process.env.PORT && !argv.some((a) => a.startsWith("--port") || a === "-p"))
     out.port = Number(process.env.PORT);
   return out;
 }
 
-const { root, port, host } = parseArgs(process.argv.slice(2));
+const { root, port, host, base } = parseArgs(process.argv.slice(2));
 const rootDir = resolve(root);
 
 const server = createServer(async (req, res) => {
@@ -63,6 +69,17 @@ const server = createServer(async (req, res) => {
   if (pathname.includes("\0")) {
     res.writeHead(400).end("bad request");
     return;
+  }
+  if (base !== "/") {
+    if (pathname === base.slice(0, -1)) {
+      res.writeHead(301, { Location: base }).end();
+      return;
+    }
+    if (!pathname.startsWith(base)) {
+      res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" }).end("not found");
+      return;
+    }
+    pathname = pathname.slice(base.length - 1);
   }
   let file = normalize(join(rootDir, pathname));
   if (file !== rootDir && !file.startsWith(rootDir + sep)) {
@@ -92,7 +109,7 @@ const server = createServer(async (req, res) => {
 server.listen(port, host, () => {
   const addr = server.address();
   const shown = typeof addr === "object" && addr ? addr.port : port;
-  console.log(`memscope: serving ${rootDir} at http://${host}:${shown}/`);
+  console.log(`memscope: serving ${rootDir} at http://${host}:${shown}${base}`);
 });
 
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => server.close(() => process.exit(0)));

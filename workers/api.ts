@@ -2,10 +2,11 @@
 // for what it shows and gets small answers: plain JSON for tables, typed arrays (transferred, not
 // copied) for anything per pixel or per block. Nothing here imports DOM or React.
 
+import type { ProxyMarked } from "comlink";
 import type { ReplayReport } from "../src/core/replay/report";
-import type { ReportJson } from "../src/core/report/index";
+import type { CompareJson, ReportJson, TotalsJson } from "../src/core/report/index";
 
-export type { ReplayReport, ReportJson };
+export type { CompareJson, ReplayReport, ReportJson, TotalsJson };
 
 /** Bytes, always a whole number of bytes (may exceed 2^32: carried as float64). */
 export type Bytes = number;
@@ -213,12 +214,21 @@ export interface AllocationDetail {
   emptyStackReason: string | null;
 }
 
+/**
+ * How a call-site key names sites: "key" is the site as written in this file (`path:line:function`, what
+ * the report's topCallSites carry); "portable" is the compare key (install prefixes removed, so the same
+ * line matches across machines: what the compare section's callSites carry).
+ */
+export type SiteMatch = "key" | "portable";
+
 export interface SegmentMapQuery {
   device: number;
   /** The state after this event; -1 for the state before the first event; null for the snapshot. */
   event: IndexIntoTrace | null;
   /** Call-site key whose blocks are flagged in blockHighlight. */
   highlightSite?: string | null;
+  /** What highlightSite is (default "key"). */
+  highlightBy?: SiteMatch;
 }
 
 /**
@@ -302,8 +312,31 @@ export interface MemscopeApi {
   bands(q: BandsQuery): Promise<BandsAnswer>;
   allocation(device: number, alloc: number): Promise<AllocationDetail | null>;
   /** Allocation ids whose stacks resolve to this call site (for highlighting). */
-  siteAllocations(device: number, site: string): Promise<Int32Array>;
+  siteAllocations(device: number, site: string, by?: SiteMatch): Promise<Int32Array>;
   segmentMap(q: SegmentMapQuery): Promise<SegmentMapAnswer>;
   block(q: SegmentMapQuery, ref: number): Promise<BlockDetail | null>;
   fullStack(q: FullStackQuery): Promise<FrameText[]>;
+}
+
+/** The comparison of the two open files, computed where both models live (one worker, two engines). */
+export interface CompareAnswer {
+  /**
+   * `buildReport(A, { other: B, counters: A's sidecar, otherCounters: B's sidecar }).compare`: exactly the
+   * `compare` section of `memscope report A --compare B --json` (other − base = B − A).
+   */
+  compare: CompareJson;
+  baseFile: string;
+  baseTotals: TotalsJson;
+}
+
+/**
+ * The worker's root interface: two engines (side 0 = A, the base; side 1 = B, the other), each behind its
+ * own MemscopeApi proxy, and the comparison between them. The page ends the whole worker (a fresh one
+ * serves the next file) whenever it opens a file on its own, so a replaced model never lingers.
+ */
+export interface WorkerApi {
+  /** The API of one side; a comlink proxy (answers are still transferred). */
+  side(index: 0 | 1): MemscopeApi & ProxyMarked;
+  /** `base` is the side compared against (A); the other is B. Both must be open. */
+  compare(base: 0 | 1): Promise<CompareAnswer>;
 }

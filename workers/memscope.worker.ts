@@ -1,65 +1,81 @@
-// The worker entry: owns the open model and exposes MemscopeApi over comlink. All reading, parsing,
-// attribution and replay happen here; answers to the page are small, typed arrays are transferred.
+// The worker entry: two engines (side 0 = A, the base; side 1 = B, the other file of a comparison), each
+// exposed as a MemscopeApi behind its own comlink proxy, and the comparison between them. All reading,
+// parsing, attribution and replay happen here; answers to the page are small, typed arrays are
+// transferred. The page ends this worker whenever it opens a file on its own (a fresh worker serves it),
+// so the memory of a replaced file is released with the worker.
 
 import * as Comlink from "comlink";
-import type { MemscopeApi } from "./api";
+import type { MemscopeApi, WorkerApi } from "./api";
+import { compareEngines } from "./compare";
 import { Engine } from "./engine";
 
-const engine = new Engine();
+function sideApi(engine: Engine): MemscopeApi {
+  return {
+    open: (file, name, onProgress) => engine.open(file, name, onProgress),
+    cancel: () => engine.cancel(),
+    close: () => engine.close(),
+    panel: async (device) => engine.panel(device),
+    setCounters: async (text, name) => engine.setCounters(text, name),
+    timeline: async (q) => {
+      const a = engine.timeline(q);
+      return Comlink.transfer(a, [
+        a.allocMin.buffer,
+        a.allocMax.buffer,
+        a.reservedMax.buffer,
+        a.byCategory.buffer,
+        a.firstEvent.buffer,
+        a.lastEvent.buffer,
+      ]);
+    },
+    bands: async (q) => {
+      const a = engine.bands(q);
+      return Comlink.transfer(a, [
+        a.alloc.buffer,
+        a.category.buffer,
+        a.sizeBytes.buffer,
+        a.pointStart.buffer,
+        a.px.buffer,
+        a.py.buffer,
+      ]);
+    },
+    allocation: async (device, alloc) => engine.allocation(device, alloc),
+    siteAllocations: async (device, site, by) => {
+      const a = engine.siteAllocations(device, site, by);
+      return Comlink.transfer(a, [a.buffer]);
+    },
+    segmentMap: async (q) => {
+      const a = engine.segmentMap(q);
+      return Comlink.transfer(a, [
+        a.segAddress.buffer,
+        a.segSize.buffer,
+        a.segFlags.buffer,
+        a.segStream.buffer,
+        a.segFirstBlock.buffer,
+        a.segBlockCount.buffer,
+        a.blockOffset.buffer,
+        a.blockSize.buffer,
+        a.blockRequested.buffer,
+        a.blockState.buffer,
+        a.blockCategory.buffer,
+        a.blockRef.buffer,
+        a.blockHighlight.buffer,
+      ]);
+    },
+    block: async (q, ref) => engine.block(q, ref),
+    fullStack: async (q) => engine.fullStack(q),
+  };
+}
 
-const api: MemscopeApi = {
-  open: (file, name, onProgress) => engine.open(file, name, onProgress),
-  cancel: () => engine.cancel(),
-  close: () => engine.close(),
-  panel: async (device) => engine.panel(device),
-  setCounters: async (text, name) => engine.setCounters(text, name),
-  timeline: async (q) => {
-    const a = engine.timeline(q);
-    return Comlink.transfer(a, [
-      a.allocMin.buffer,
-      a.allocMax.buffer,
-      a.reservedMax.buffer,
-      a.byCategory.buffer,
-      a.firstEvent.buffer,
-      a.lastEvent.buffer,
-    ]);
+const engines = [new Engine(), new Engine()] as const;
+const sides = engines.map((e) => Comlink.proxy(sideApi(e)));
+
+const api: WorkerApi = {
+  side: (index) => {
+    const s = sides[index];
+    if (!s) throw new Error(`There is no side ${index}.`);
+    return s;
   },
-  bands: async (q) => {
-    const a = engine.bands(q);
-    return Comlink.transfer(a, [
-      a.alloc.buffer,
-      a.category.buffer,
-      a.sizeBytes.buffer,
-      a.pointStart.buffer,
-      a.px.buffer,
-      a.py.buffer,
-    ]);
-  },
-  allocation: async (device, alloc) => engine.allocation(device, alloc),
-  siteAllocations: async (device, site) => {
-    const a = engine.siteAllocations(device, site);
-    return Comlink.transfer(a, [a.buffer]);
-  },
-  segmentMap: async (q) => {
-    const a = engine.segmentMap(q);
-    return Comlink.transfer(a, [
-      a.segAddress.buffer,
-      a.segSize.buffer,
-      a.segFlags.buffer,
-      a.segStream.buffer,
-      a.segFirstBlock.buffer,
-      a.segBlockCount.buffer,
-      a.blockOffset.buffer,
-      a.blockSize.buffer,
-      a.blockRequested.buffer,
-      a.blockState.buffer,
-      a.blockCategory.buffer,
-      a.blockRef.buffer,
-      a.blockHighlight.buffer,
-    ]);
-  },
-  block: async (q, ref) => engine.block(q, ref),
-  fullStack: async (q) => engine.fullStack(q),
+  compare: async (base) => compareEngines(engines[base], engines[base === 0 ? 1 : 0]),
 };
 
 Comlink.expose(api);

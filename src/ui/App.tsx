@@ -1,23 +1,26 @@
-// The page: a header (open file, demo, device), a drop target covering the whole window, the loading
-// and error states, and once a file is open the summary, timeline, segment map and side panel.
+// The page: a header (open, compare with, demo, device, copy link), a drop target covering the whole
+// window, notices (from links), then either one file (summary, timeline, segment map, side panel) or
+// two side by side with their difference (views/compare).
 
 import { useEffect } from "react";
 import { DropTarget } from "./components/DropTarget";
 import { ErrorBanner } from "./components/ErrorBanner";
 import { ErrorBoundary } from "./components/ErrorBoundary";
 import { Header } from "./components/Header";
+import { LinkPrompt } from "./components/LinkPrompt";
+import { Notices } from "./components/Notices";
 import { ProgressPanel } from "./components/ProgressPanel";
 import { useKeyboard } from "./components/useKeyboard";
-import { useStore } from "./state/store";
+import { useApp } from "./state/app";
+import { SideContext, sides } from "./state/store";
+import { CompareView } from "./views/compare/CompareView";
 import { SegmentMap } from "./views/segment-map/SegmentMap";
 import { SidePanel } from "./views/side-panel/SidePanel";
 import { SummaryPanel } from "./views/side-panel/SummaryPanel";
 import { Timeline } from "./views/timeline/Timeline";
 
 export function App() {
-  const status = useStore((s) => s.status);
-  const summary = useStore((s) => s.summary);
-  const device = useStore((s) => s.device);
+  const mode = useApp((a) => a.mode);
   useKeyboard();
 
   useEffect(() => {
@@ -29,10 +32,34 @@ export function App() {
     <DropTarget>
       <Header />
       <main className="page">
-        {status === "loading" && <ProgressPanel />}
-        {status === "error" && <ErrorBanner />}
-        {status !== "loading" && !summary && <EmptyState />}
-        {summary && status !== "loading" && (
+        <Notices />
+        {mode === "compare" ? (
+          <ErrorBoundary name="comparison">
+            <CompareView />
+          </ErrorBoundary>
+        ) : (
+          <SingleView />
+        )}
+      </main>
+    </DropTarget>
+  );
+}
+
+function SingleView() {
+  const base = useApp((a) => a.base);
+  const expecting = useApp((a) => a.expecting);
+  const S = sides[base];
+  const status = S((s) => s.status);
+  const summary = S((s) => s.summary);
+  const device = S((s) => s.device);
+  return (
+    <SideContext.Provider value={S}>
+      {status === "loading" && <ProgressPanel />}
+      {status === "error" && <ErrorBanner />}
+      {status !== "loading" && !summary && (expecting ? <LinkPrompt /> : <EmptyState />)}
+      {summary && status !== "loading" && (
+        <>
+          {expecting && <LinkPrompt />}
           <div className="workspace">
             <div className="main-column">
               <ErrorBoundary name="summary">
@@ -49,9 +76,9 @@ export function App() {
               <SidePanel />
             </ErrorBoundary>
           </div>
-        )}
-      </main>
-    </DropTarget>
+        </>
+      )}
+    </SideContext.Provider>
   );
 }
 
@@ -65,6 +92,7 @@ function EmptyState() {
       </p>
       <p>
         Or use <strong>Open snapshot…</strong> above, or <strong>Open demo</strong> to try a generated one.
+        Drop two files at once to compare them side by side.
       </p>
       <p className="privacy">
         Your file never leaves this machine: it is read by this page, in a background thread, and nothing is

@@ -1,6 +1,7 @@
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { App } from "./App";
+import { startLinkSync } from "./state/linkSync";
 import "./styles.css";
 
 const root = document.getElementById("root");
@@ -10,4 +11,5 @@ if (root) {
       <App />
     </StrictMode>,
   );
+  startLinkSync();
 }

@@ -87,6 +87,8 @@ export class ChunkedColumn<T extends TypedArray> {
   }
 
   forEachChunk(fn: (chunk: T, firstRow: number, rows: number) => void): void {
-    this.chunks.forEach((c, k) => fn(c, k * CHUNK_ROWS, Math.min(CHUNK_ROWS, this.length - k * CHUNK_ROWS)));
+    for (let k = 0; k < this.chunks.length; k++) {
+      fn(this.chunks[k], k * CHUNK_ROWS, Math.min(CHUNK_ROWS, this.length - k * CHUNK_ROWS));
+    }
   }
 }

@@ -1,37 +1,53 @@
-// The whole window accepts a dropped file. While a file is dragged over the page an overlay says so.
+// The whole window accepts dropped files. While files are dragged over the page an overlay says what a
+// drop will do. With a file open it has two halves: the left opens the dropped file alone (replacing the
+// open one), the right compares it with the open one. Two or more files dropped at once are compared.
 
 import { type ReactNode, useEffect, useRef, useState } from "react";
-import { useStore } from "../state/store";
+import { useApp } from "../state/app";
+import { sides } from "../state/store";
+
+type Over = null | { count: number; x: number };
 
 export function DropTarget({ children }: { children: ReactNode }) {
-  const [over, setOver] = useState(false);
+  const [over, setOver] = useState<Over>(null);
   const depth = useRef(0);
-  const openFiles = useStore((s) => s.openFiles);
+  const openFiles = useApp((a) => a.openFiles);
+  const mode = useApp((a) => a.mode);
+  const base = useApp((a) => a.base);
+  const baseName = sides[base]((s) => (s.status === "ready" ? s.fileName : null));
+  const otherName = sides[1 - base]((s) => s.fileName);
+  const canCompare = mode === "compare" || baseName !== null;
 
   useEffect(() => {
     const hasFiles = (e: DragEvent) => Array.from(e.dataTransfer?.types ?? []).includes("Files");
+    const count = (e: DragEvent) => e.dataTransfer?.items?.length ?? 1;
     const enter = (e: DragEvent) => {
       if (!hasFiles(e)) return;
       e.preventDefault();
       depth.current++;
-      setOver(true);
+      setOver({ count: count(e), x: e.clientX });
     };
     const overFn = (e: DragEvent) => {
       if (!hasFiles(e)) return;
       e.preventDefault();
       if (e.dataTransfer) e.dataTransfer.dropEffect = "copy";
+      const c = count(e);
+      setOver((o) => (o && o.count === c && Math.abs(o.x - e.clientX) < 4 ? o : { count: c, x: e.clientX }));
     };
     const leave = (e: DragEvent) => {
       if (!hasFiles(e)) return;
       depth.current = Math.max(0, depth.current - 1);
-      if (depth.current === 0) setOver(false);
+      if (depth.current === 0) setOver(null);
     };
     const drop = (e: DragEvent) => {
       e.preventDefault();
       depth.current = 0;
-      setOver(false);
+      setOver(null);
       const files = Array.from(e.dataTransfer?.files ?? []);
-      if (files.length > 0) void openFiles(files);
+      if (files.length === 0) return;
+      // The right half of the window is the "compare with the open file" zone.
+      const right = e.clientX > window.innerWidth / 2;
+      void openFiles(files, right ? "compare" : "replace");
     };
     window.addEventListener("dragenter", enter);
     window.addEventListener("dragover", overFn);
@@ -45,12 +61,34 @@ export function DropTarget({ children }: { children: ReactNode }) {
     };
   }, [openFiles]);
 
+  const split = over && over.count === 1 && canCompare;
+  const right = over ? over.x > window.innerWidth / 2 : false;
   return (
     <div className="app" data-drag-over={over ? "1" : undefined}>
       {children}
-      {over && (
+      {over && !split && (
         <div className="drop-overlay" aria-hidden="true">
-          <div>Drop the snapshot to open it</div>
+          <div>
+            {over.count > 1
+              ? "Drop to compare these snapshots side by side (a .counters.json goes with its snapshot)"
+              : "Drop the snapshot to open it"}
+          </div>
+        </div>
+      )}
+      {split && (
+        <div className="drop-overlay split" aria-hidden="true" data-testid="drop-zones">
+          <div className={right ? "zone" : "zone active"}>
+            <strong>Open alone</strong>
+            <span>replaces what is open</span>
+          </div>
+          <div className={right ? "zone active" : "zone"}>
+            <strong>Compare</strong>
+            <span>
+              {mode === "compare" && otherName
+                ? `replaces ${otherName}, the right-hand file`
+                : `side by side with ${baseName ?? "the open file"}`}
+            </span>
+          </div>
         </div>
       )}
     </div>

@@ -1,10 +1,11 @@
-// The reader's message, exactly as it wrote it; the page stays usable for the next file.
+// The reader's (or the download's) message, exactly as it wrote it; the page stays usable for the next file.
 
-import { useStore } from "../state/store";
+import { useSide } from "../state/store";
 
 export function ErrorBanner() {
-  const error = useStore((s) => s.error);
-  const fileName = useStore((s) => s.fileName);
+  const S = useSide();
+  const error = S((s) => s.error);
+  const fileName = S((s) => s.fileName);
   if (!error) return null;
   return (
     <section className="error-banner" role="alert" data-testid="error">

@@ -1,30 +1,36 @@
-// Top bar: open a file (button + hidden input), open the demo, the open file's name, device selector.
+// Top bar: open a file (button + hidden input), compare with another, open the demo, the open file's
+// name and device selector (one file; a comparison has them per column), and "Copy link".
 
 import { useRef } from "react";
-import { useStore } from "../state/store";
+import { useApp } from "../state/app";
+import { sides } from "../state/store";
+import { CopyLink } from "./CopyLink";
 
 export function Header() {
   const input = useRef<HTMLInputElement>(null);
-  const openFiles = useStore((s) => s.openFiles);
-  const openDemo = useStore((s) => s.openDemo);
-  const status = useStore((s) => s.status);
-  const fileName = useStore((s) => s.fileName);
-  const summary = useStore((s) => s.summary);
-  const device = useStore((s) => s.device);
-  const setDevice = useStore((s) => s.setDevice);
+  const compareInput = useRef<HTMLInputElement>(null);
+  const openFiles = useApp((a) => a.openFiles);
+  const openDemo = useApp((a) => a.openDemo);
+  const mode = useApp((a) => a.mode);
+  const base = useApp((a) => a.base);
+  const S = sides[base];
+  const status = S((s) => s.status);
+  const fileName = S((s) => s.fileName);
+  const summary = S((s) => s.summary);
+  const device = S((s) => s.device);
+  const setDevice = S((s) => s.setDevice);
+  const loading0 = sides[0]((s) => s.status === "loading");
+  const loading1 = sides[1]((s) => s.status === "loading");
+  const loading = loading0 || loading1;
   const devices = summary?.devices ?? [];
+  const single = mode === "single";
 
   return (
     <header className="topbar">
       <div className="brand" title="memscope: PyTorch GPU memory snapshot viewer">
         memscope
       </div>
-      <button
-        type="button"
-        className="primary"
-        onClick={() => input.current?.click()}
-        disabled={status === "loading"}
-      >
+      <button type="button" className="primary" onClick={() => input.current?.click()} disabled={loading}>
         Open snapshot…
       </button>
       <input
@@ -36,19 +42,44 @@ export function Header() {
         onChange={(e) => {
           const files = Array.from(e.currentTarget.files ?? []);
           e.currentTarget.value = "";
-          if (files.length > 0) void openFiles(files);
+          if (files.length > 0) void openFiles(files, "replace");
         }}
       />
-      <button type="button" onClick={() => void openDemo()} disabled={status === "loading"}>
+      <button
+        type="button"
+        onClick={() => compareInput.current?.click()}
+        disabled={loading || (single && status !== "ready")}
+        title={
+          single && status !== "ready"
+            ? "Open a snapshot first, then pick the one to compare it with (or drop two files at once)"
+            : "Pick a second snapshot to show side by side with this one, with the difference between them"
+        }
+        data-testid="compare-with"
+      >
+        Compare with…
+      </button>
+      <input
+        ref={compareInput}
+        type="file"
+        data-testid="compare-input"
+        multiple
+        hidden
+        onChange={(e) => {
+          const files = Array.from(e.currentTarget.files ?? []);
+          e.currentTarget.value = "";
+          if (files.length > 0) void openFiles(files, "compare");
+        }}
+      />
+      <button type="button" onClick={() => void openDemo()} disabled={loading}>
         Open demo
       </button>
-      {fileName && (
+      {single && fileName && (
         <span className="file-name" data-testid="header-file">
           {fileName}
         </span>
       )}
       <span className="spacer" />
-      {devices.length > 1 && (
+      {single && devices.length > 1 && (
         <label className="device-select">
           Device{" "}
           <select
@@ -64,8 +95,9 @@ export function Header() {
           </select>
         </label>
       )}
-      {devices.length === 1 && <span className="device-one">device {devices[0].device}</span>}
-      <span className="privacy-badge" title="The file is read in this browser tab; nothing is uploaded.">
+      {single && devices.length === 1 && <span className="device-one">device {devices[0].device}</span>}
+      <CopyLink />
+      <span className="privacy-badge" title="Files are read in this browser tab; nothing is uploaded.">
         local only
       </span>
     </header>

@@ -1,14 +1,18 @@
-// Loading: phase, percent, MB/s, and Cancel.
+// Loading: phase, percent, MB/s, and Cancel. A download whose size the server did not give shows the
+// bytes so far without a percentage.
 
-import { useStore } from "../state/store";
+import { useApp } from "../state/app";
+import { useSide } from "../state/store";
 
 export function ProgressPanel() {
-  const progress = useStore((s) => s.progress);
-  const fileName = useStore((s) => s.fileName);
-  const cancel = useStore((s) => s.cancel);
+  const S = useSide();
+  const progress = S((s) => s.progress);
+  const fileName = S((s) => s.fileName);
+  const cancel = useApp((a) => a.cancel);
   if (!progress) return null;
   const { phase, bytesDone, bytesTotal, startedAt, now } = progress;
-  const fraction = bytesTotal > 0 ? Math.min(1, bytesDone / bytesTotal) : 0;
+  const known = bytesTotal > 0;
+  const fraction = known ? Math.min(1, bytesDone / bytesTotal) : 0;
   const seconds = Math.max(0.001, (now - startedAt) / 1000);
   const mbps = bytesDone / 1e6 / seconds;
   return (
@@ -18,13 +22,14 @@ export function ProgressPanel() {
         <span className="phase" data-testid="progress-phase">
           {phase}
         </span>
-        <span data-testid="progress-percent">{(fraction * 100).toFixed(0)}%</span>
+        <span data-testid="progress-percent">{known ? `${(fraction * 100).toFixed(0)}%` : "—"}</span>
         <span>
-          {(bytesDone / 1e6).toFixed(1)} of {(bytesTotal / 1e6).toFixed(1)} MB
+          {(bytesDone / 1e6).toFixed(1)}
+          {known ? ` of ${(bytesTotal / 1e6).toFixed(1)}` : ""} MB
         </span>
         <span data-testid="progress-rate">{bytesDone > 0 ? `${mbps.toFixed(0)} MB/s` : "—"}</span>
       </div>
-      <progress max={1} value={fraction} />
+      {known ? <progress max={1} value={fraction} /> : <progress />}
       <div>
         <button type="button" onClick={cancel} data-testid="cancel">
           Cancel

@@ -1,8 +1,11 @@
 // Page-wide keys: ←/→ step the pinned event (the moment the segment map shows), +/− zoom the timeline
-// around its centre, 0 resets the zoom, Esc cancels a load or unpins. Keys typed into inputs are ignored.
+// around its centre, 0 resets the zoom, Esc cancels a load, clears a highlight or unpins. In a
+// comparison they act on the side the pointer was last over. Keys typed into inputs are ignored.
 
 import { useEffect } from "react";
-import { fullView, useStore } from "../state/store";
+import { useApp } from "../state/app";
+import { sides } from "../state/store";
+import { resetZoom } from "../views/timeline/Timeline";
 
 export function useKeyboard(): void {
   useEffect(() => {
@@ -10,10 +13,15 @@ export function useKeyboard(): void {
       const t = e.target as HTMLElement | null;
       if (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA")) return;
       if (e.ctrlKey || e.metaKey || e.altKey) return;
-      const s = useStore.getState();
+      const app = useApp.getState();
+      const store = sides[app.mode === "compare" ? app.activeSide : app.base];
+      const s = store.getState();
       if (e.key === "Escape") {
-        if (s.status === "loading") s.cancel();
-        else if (s.highlightSite) s.setHighlightSite(null);
+        if (sides.some((x) => x.getState().status === "loading")) app.cancel();
+        else if (s.highlightSite) {
+          if (s.highlightBy === "portable") app.highlightBoth(null);
+          else s.setHighlightSite(null);
+        } else if (s.highlightCategory) s.setHighlightCategory(null);
         else s.pin(null);
         return;
       }
@@ -35,8 +43,7 @@ export function useKeyboard(): void {
         const half = ((v.x1 - v.x0) / 2) * k;
         s.setView({ ...v, x0: mid - half, x1: mid + half });
       } else if (e.key === "0") {
-        const full = fullView(s.panel, v.axis);
-        if (full) s.setView(full);
+        resetZoom(store);
       }
     };
     window.addEventListener("keydown", onKey);

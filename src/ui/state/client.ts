@@ -1,22 +1,73 @@
-// The page's handle on the worker: one comlink-wrapped MemscopeApi. Every request is counted as work
-// for the idle signal, and fails (instead of hanging) if the worker is ended while it is in flight.
+// The page's handle on the worker. One worker holds up to two engines (side 0 = A, side 1 = B of a
+// comparison); `ask(side, api => …)` runs one request on a side, counted for the idle signal, and fails
+// (instead of hanging) if the worker is ended while it is in flight.
+//
+// Memory: `freshWorker()` terminates the worker (and with it every model it held) before a file is opened
+// on its own, so a file replaced by the next one is released at once, whatever the previous one left.
+//
+// Offline: in the built site the worker's script is fetched once at start-up and every worker is started
+// from that copy (a blob: URL), so a page that has loaded keeps working without the network.
 
 import * as Comlink from "comlink";
-import type { MemscopeApi } from "../../../workers/api";
+import type { MemscopeApi, WorkerApi } from "../../../workers/api";
+import workerUrl from "../../../workers/memscope.worker.ts?worker&url";
 import { beginWork, endWork } from "./idle";
+
+export type Side = 0 | 1;
+type SideApi = Comlink.Remote<MemscopeApi>;
 
 interface Instance {
   worker: Worker;
-  api: Comlink.Remote<MemscopeApi>;
+  root: Comlink.Remote<WorkerApi>;
+  sides: [Promise<SideApi> | null, Promise<SideApi> | null];
   /** Rejects when the worker is ended or crashes. */
   ended: Promise<never>;
   end: (reason: Error) => void;
 }
 
 let current: Instance | null = null;
+let script: Promise<string> | null = null;
+const endListeners = new Set<(reason: string) => void>();
 
-function spawn(): Instance {
-  const worker = new Worker(new URL("../../../workers/memscope.worker.ts", import.meta.url), {
+/** Called when a worker ends on its own (a crash, out of memory), not when the page ends it. */
+export function onWorkerCrash(fn: (reason: string) => void): () => void {
+  endListeners.add(fn);
+  return () => endListeners.delete(fn);
+}
+
+// Trusted Types: the CSP lets only this policy make script URLs, and it makes only the worker's.
+const policy = window.trustedTypes?.createPolicy("memscope-worker", {
+  createScriptURL(url: string) {
+    const u = new URL(url, document.baseURI);
+    const own = new URL(workerUrl, document.baseURI).href;
+    if (u.href === own || (u.protocol === "blob:" && url.startsWith(`blob:${location.origin}/`))) return url;
+    throw new Error(`refusing to start a worker from ${url}`);
+  },
+});
+
+/** The worker script's URL: a blob: copy in the built site (works offline), the module itself in dev. */
+export function workerScript(): Promise<string> {
+  if (!script) {
+    script = import.meta.env.DEV
+      ? Promise.resolve(workerUrl)
+      : fetch(workerUrl)
+          .then((r) => {
+            if (!r.ok) throw new Error(`HTTP ${r.status}`);
+            return r.blob();
+          })
+          .then((b) => URL.createObjectURL(new Blob([b], { type: "text/javascript" })))
+          .catch(() => {
+            script = null;
+            return workerUrl;
+          });
+  }
+  return script;
+}
+
+async function spawn(): Promise<Instance> {
+  const url = await workerScript();
+  if (current) return current;
+  const worker = new Worker((policy ? policy.createScriptURL(url) : url) as string, {
     type: "module",
     name: "memscope",
   });
@@ -25,37 +76,76 @@ function spawn(): Instance {
     end = reject;
   });
   ended.catch(() => {});
-  const inst: Instance = { worker, api: Comlink.wrap<MemscopeApi>(worker), ended, end };
+  const inst: Instance = { worker, root: Comlink.wrap<WorkerApi>(worker), sides: [null, null], ended, end };
   worker.addEventListener("error", (e) => {
     e.preventDefault();
-    inst.end(new Error(e.message || "the worker crashed"));
-    if (current === inst) current = null;
+    const reason = e.message || "the worker crashed";
+    inst.end(new Error(reason));
+    if (current === inst) {
+      current = null;
+      for (const fn of endListeners) fn(reason);
+    }
   });
   current = inst;
   return inst;
 }
 
-export function getApi(): Comlink.Remote<MemscopeApi> {
-  return (current ?? spawn()).api;
+let spawning: Promise<Instance> | null = null;
+async function instance(): Promise<Instance> {
+  if (current) return current;
+  spawning ??= spawn().finally(() => {
+    spawning = null;
+  });
+  return spawning;
 }
 
-/** Ends the worker (a cancel that did not take effect in time); requests in flight fail. */
-export function restartWorker(): void {
+function sideOf(inst: Instance, side: Side): Promise<SideApi> {
+  let s = inst.sides[side];
+  if (!s) {
+    s = inst.root.side(side) as unknown as Promise<SideApi>;
+    inst.sides[side] = s;
+  }
+  return s;
+}
+
+/** Ends the worker and every model in it; requests in flight fail. The next request starts a new one. */
+export function freshWorker(): void {
   const inst = current;
   current = null;
   if (!inst) return;
   inst.end(new Error("the worker was stopped"));
-  inst.api[Comlink.releaseProxy]();
   inst.worker.terminate();
 }
 
-/** Runs a worker request, counted for the idle signal. */
-export async function ask<T>(fn: (api: Comlink.Remote<MemscopeApi>) => Promise<T>): Promise<T> {
+/** Runs a request on one side, counted for the idle signal. */
+export async function ask<T>(side: Side, fn: (api: SideApi) => Promise<T>): Promise<T> {
   beginWork();
   try {
-    const inst = current ?? spawn();
-    return await Promise.race([fn(inst.api), inst.ended]);
+    const inst = await instance();
+    const api = await Promise.race([sideOf(inst, side), inst.ended]);
+    return await Promise.race([fn(api), inst.ended]);
   } finally {
     endWork();
   }
 }
+
+/** Runs a request on the worker's root (the comparison), counted for the idle signal. */
+export async function askRoot<T>(fn: (api: Comlink.Remote<WorkerApi>) => Promise<T>): Promise<T> {
+  beginWork();
+  try {
+    const inst = await instance();
+    return await Promise.race([fn(inst.root), inst.ended]);
+  } finally {
+    endWork();
+  }
+}
+
+/** Fire-and-forget on a side (cancel): never starts a worker. */
+export function tell(side: Side, fn: (api: SideApi) => unknown): void {
+  const inst = current;
+  if (!inst) return;
+  void sideOf(inst, side).then(fn, () => {});
+}
+
+// Fetch the worker's script now, while the network is there.
+void workerScript();

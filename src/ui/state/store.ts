@@ -1,13 +1,24 @@
-// One zustand store for the page. Slices: the open file (status, progress, summary), the device and its
-// side-panel answer, the timeline view (axis, visible range, pinned moment), and view options.
-// 60 fps values (hover position) do not live here: the views keep them locally.
+// One zustand store per side: side 0 is the open file (A, the base of a comparison), side 1 the file it is
+// compared with (B). Each holds that file's status, progress, summary, device and side-panel answer, the
+// timeline view (axis, visible range, pinned moment), highlights and view options. Views find their side
+// through SideContext (`useSide()`); what spans both sides (mode, comparison, linking, notices) lives in
+// app.ts. 60 fps values (hover position) do not live here: the views keep them locally.
 
 import * as Comlink from "comlink";
-import { create } from "zustand";
-import type { OpenResult, PanelAnswer, ProgressInfo, Summary, XAxis } from "../../../workers/api";
+import { createContext, useContext } from "react";
+import { create, type StoreApi, type UseBoundStore } from "zustand";
+import type {
+  MemscopeApi,
+  OpenResult,
+  PanelAnswer,
+  ProgressInfo,
+  ReplayFacts,
+  SiteMatch,
+  Summary,
+  XAxis,
+} from "../../../workers/api";
 import { categoryColors } from "../palette";
-import { ask, getApi, restartWorker } from "./client";
-import { tracked } from "./idle";
+import { ask, type Side, tell } from "./client";
 
 export type Status = "empty" | "loading" | "ready" | "error";
 
@@ -23,9 +34,22 @@ export interface TimelineView {
   x1: number;
 }
 
+/** Where the open file came from: dropped or picked (never uploaded), a URL the user gave, the demo. */
+export interface Source {
+  kind: "file" | "url" | "demo";
+  name: string;
+  size: number;
+  /** For "url" and "demo": the URL as given (relative ones stay relative, so links stay portable). */
+  url?: string;
+}
+
 export interface State {
+  side: Side;
   status: Status;
   fileName: string | null;
+  source: Source | null;
+  /** Content hash of a dropped file (see hash.ts), once computed; null for URLs and while computing. */
+  contentHash: string | null;
   progress: Progress | null;
   error: string | null;
   summary: Summary | null;
@@ -39,29 +63,43 @@ export interface State {
   /** The event the segment map shows (state after it); null = the snapshot itself. */
   pinnedEvent: number | null;
   highlightSite: string | null;
+  /** What highlightSite is: this file's own site key, or the portable key of the comparison. */
+  highlightBy: SiteMatch;
+  /** A category drawn in full while the others are dimmed (timeline and map); null = none. */
+  highlightCategory: string | null;
   timelineMode: "stacked" | "allocations";
   mapColor: "category" | "state";
   /** Bumped on each open so stale answers are dropped. */
   generation: number;
 
-  openFile(file: Blob, name: string, counters?: File | null): Promise<void>;
-  /** Several files dropped together: the snapshot and, optionally, its counters sidecar. */
-  openFiles(files: File[]): Promise<void>;
-  openDemo(): Promise<void>;
-  cancel(): void;
+  /** A worker request on this side. */
+  ask<T>(fn: (api: Comlink.Remote<MemscopeApi>) => Promise<T>): Promise<T>;
+  /** Opens a snapshot in this side's engine; resolves true when it is ready. */
+  open(file: Blob, name: string, opts?: { counters?: File | null; source?: Source }): Promise<boolean>;
+  /** Shows an error for this side without opening anything (a failed download). */
+  fail(name: string, message: string): void;
+  /** Progress shown while something outside the worker (a download) prepares the file. */
+  setProgress(name: string, p: ProgressInfo, startedAt: number): void;
+  /** Back to empty (the worker's model is dropped by whoever calls this). */
+  reset(): void;
+  /** Asks the worker to stop reading; see app.ts for the fallback that ends the worker. */
+  cancelRead(): void;
   setDevice(device: number): Promise<void>;
+  /** A view set by the user: linked views follow (see app.ts). */
   setView(view: TimelineView): void;
+  /** A view set by the link to the other side: nothing follows. */
+  setViewQuiet(view: TimelineView): void;
   setAxis(axis: XAxis): void;
   pin(event: number | null): void;
-  setHighlightSite(site: string | null): void;
+  setHighlightSite(site: string | null, by?: SiteMatch): void;
+  setHighlightCategory(category: string | null): void;
   setTimelineMode(mode: "stacked" | "allocations"): void;
   setMapColor(mode: "category" | "state"): void;
+  /** Uses a counters sidecar (null drops it); returns the parser's message when it is not usable. */
+  applyCounters(file: File | null): Promise<string | null>;
 }
 
-function setPageState(status: Status, fileName: string | null): void {
-  document.body.dataset.state = status;
-  document.title = fileName ? `${fileName} — memscope` : "memscope — PyTorch memory snapshot viewer";
-}
+export type SideStore = UseBoundStore<StoreApi<State>>;
 
 /** The default view of a device: the whole trace on the time axis when it has times. */
 export function fullView(panel: PanelAnswer | null, axis?: XAxis): TimelineView | null {
@@ -76,215 +114,222 @@ export function fullView(panel: PanelAnswer | null, axis?: XAxis): TimelineView 
   return { axis: "event", x0: -span * 0.01, x1: r.events - 1 + span * 0.01 };
 }
 
-/** A counters sidecar: named `*.counters.json`, or a small JSON file naming the allocator counters. */
-async function isCounters(f: File): Promise<boolean> {
-  if (/\.counters\.json$/i.test(f.name)) return true;
-  if (f.size > 4 << 20) return false;
-  const head = await f.slice(0, 4096).text();
-  return (
-    /^\s*\{/.test(head) && /"(memory_allocated|max_memory_allocated|memory_reserved|memory_stats)"/.test(head)
-  );
+/**
+ * Keeps a view near the trace: at most 1.2× its span, at most 10% beyond its ends. `extent` (a linked
+ * comparison) widens the trace to both files' range in this side's coordinates.
+ */
+export function clampView(
+  v: TimelineView,
+  r: ReplayFacts,
+  extent?: { x0: number; x1: number } | null,
+): TimelineView {
+  const full = extent ?? (v.axis === "time" ? { x0: r.t0, x1: r.t1 } : { x0: 0, x1: r.events - 1 });
+  const fullSpan = Math.max(1, full.x1 - full.x0);
+  const minSpan = v.axis === "time" ? Math.max(1, fullSpan * 1e-7) : 4;
+  let span = v.x1 - v.x0;
+  span = Math.min(fullSpan * 1.2, Math.max(minSpan, span));
+  const mid = (v.x0 + v.x1) / 2;
+  let x0 = mid - span / 2;
+  const lo = full.x0 - fullSpan * 0.1;
+  const hi = full.x1 + fullSpan * 0.1;
+  if (x0 < lo) x0 = lo;
+  if (x0 + span > hi) x0 = hi - span;
+  return { axis: v.axis, x0, x1: x0 + span };
 }
 
-async function splitCounters(files: File[]): Promise<{ snapshot: File | null; counters: File | null }> {
-  if (files.length === 1) {
-    return (await isCounters(files[0]))
-      ? { snapshot: null, counters: files[0] }
-      : { snapshot: files[0], counters: null };
-  }
-  let counters: File | null = null;
-  const rest: File[] = [];
-  for (const f of files) {
-    if (!counters && (await isCounters(f))) counters = f;
-    else rest.push(f);
-  }
-  rest.sort((a, b) => b.size - a.size);
-  return { snapshot: rest[0] ?? null, counters };
+type ViewHook = (side: Side, view: TimelineView) => void;
+let viewHook: ViewHook | null = null;
+/** app.ts: called after every user-set view, to move the linked side. */
+export function onUserView(fn: ViewHook): void {
+  viewHook = fn;
 }
 
-/** Hands a sidecar to the worker; returns the parser's message when it is not usable. */
-async function applyCounters(f: File): Promise<string | null> {
-  try {
-    const text = await f.text();
-    await ask((api) => api.setCounters(text, f.name));
-    return null;
-  } catch (e) {
-    return e instanceof Error ? e.message : String(e);
-  }
-}
+const EMPTY = {
+  status: "empty" as Status,
+  fileName: null,
+  source: null,
+  contentHash: null,
+  progress: null,
+  error: null,
+  summary: null,
+  device: 0,
+  panel: null,
+  panelError: null,
+  countersError: null,
+  colors: [] as string[],
+  view: null,
+  pinnedEvent: null,
+  highlightSite: null,
+  highlightBy: "key" as SiteMatch,
+  highlightCategory: null,
+};
 
-let cancelTimer: ReturnType<typeof setTimeout> | null = null;
+function createSideStore(side: Side): SideStore {
+  return create<State>()((set, get) => {
+    const sideAsk: State["ask"] = (fn) => ask(side, fn);
 
-export const useStore = create<State>()((set, get) => {
-  async function openFileNow(file: Blob, name: string, counters?: File | null): Promise<void> {
-    const generation = get().generation + 1;
-    const startedAt = performance.now();
-    set({
-      status: "loading",
-      fileName: name,
-      generation,
-      error: null,
-      progress: { phase: "reading", bytesDone: 0, bytesTotal: file.size, startedAt, now: startedAt },
-      summary: null,
-      panel: null,
-      panelError: null,
-      countersError: null,
-      view: null,
-      pinnedEvent: null,
-      highlightSite: null,
-    });
-    setPageState("loading", name);
-    delete document.body.dataset.cancelled;
-    const onProgress = Comlink.proxy((p: ProgressInfo) => {
-      if (get().generation !== generation) return;
-      set({ progress: { ...p, startedAt, now: performance.now() } });
-    });
-    let result: OpenResult;
-    try {
-      result = await ask((api) => api.open(file, name, onProgress) as Promise<OpenResult>);
-    } catch (e) {
-      if (get().generation !== generation) return;
-      // The worker died (out of memory, ended by a cancel…): a fresh one serves the next file.
-      restartWorker();
-      const message = e instanceof Error ? e.message : String(e);
-      set({ status: "error", error: `The worker stopped while reading ${name}: ${message}`, progress: null });
-      setPageState("error", name);
-      return;
-    }
-    if (cancelTimer) {
-      clearTimeout(cancelTimer);
-      cancelTimer = null;
-    }
-    if (get().generation !== generation) return;
-    if (!result.ok) {
-      if (result.cancelled) {
-        set({ status: "empty", fileName: null, progress: null, error: null });
-        setPageState("empty", null);
-        document.body.dataset.cancelled = "1";
-      } else {
-        set({ status: "error", error: result.message, progress: null });
-        setPageState("error", name);
+    async function applyCounters(f: File | null): Promise<string | null> {
+      try {
+        const text = f ? await f.text() : null;
+        await sideAsk((api) => api.setCounters(text, f?.name ?? ""));
+        return null;
+      } catch (e) {
+        return e instanceof Error ? e.message : String(e);
       }
-      return;
     }
-    const summary = result.summary;
-    const countersError = counters ? await applyCounters(counters) : null;
-    const withTrace = summary.devices.find((d) => d.traceEntries > 0);
-    const device = withTrace?.device ?? summary.devices[0]?.device ?? 0;
-    set({
-      summary,
-      device,
-      countersError,
-      progress: {
-        phase: "replaying the trace",
-        bytesDone: file.size,
-        bytesTotal: file.size,
-        startedAt,
-        now: performance.now(),
-      },
-    });
-    await get().setDevice(device);
-    if (get().generation !== generation) return;
-    set({ status: "ready", progress: null });
-    setPageState("ready", name);
-  }
 
-  async function openFilesNow(files: File[]): Promise<void> {
-    const { snapshot, counters } = await splitCounters(files);
-    if (snapshot) await openFileNow(snapshot, snapshot.name, counters);
-    else if (counters && get().summary) {
-      // Only a sidecar: use it for the open snapshot.
-      set({ countersError: await applyCounters(counters) });
-      await get().setDevice(get().device);
-    }
-  }
+    return {
+      side,
+      ...EMPTY,
+      timelineMode: "stacked",
+      mapColor: "category",
+      generation: 0,
+      ask: sideAsk,
 
-  return {
-    status: "empty",
-    fileName: null,
-    progress: null,
-    error: null,
-    summary: null,
-    device: 0,
-    panel: null,
-    panelError: null,
-    countersError: null,
-    colors: [],
-    view: null,
-    pinnedEvent: null,
-    highlightSite: null,
-    timelineMode: "stacked",
-    mapColor: "category",
-    generation: 0,
-
-    // Counted as work from the call itself, so the idle signal never reports the old state meanwhile.
-    openFiles: (files) => tracked(() => openFilesNow(files)),
-    openFile: (file, name, counters) => tracked(() => openFileNow(file, name, counters)),
-
-    openDemo: () =>
-      tracked(async () => {
-        const name = "demo.pickle";
-        let blob: Blob;
+      async open(file, name, opts = {}) {
+        const generation = get().generation + 1;
+        const t0 = performance.now();
+        set({
+          ...EMPTY,
+          status: "loading",
+          fileName: name,
+          source: opts.source ?? { kind: "file", name, size: file.size },
+          generation,
+          progress: { phase: "reading", bytesDone: 0, bytesTotal: file.size, startedAt: t0, now: t0 },
+        });
+        const onProgress = Comlink.proxy((p: ProgressInfo) => {
+          if (get().generation !== generation) return;
+          set({ progress: { ...p, startedAt: t0, now: performance.now() } });
+        });
+        let result: OpenResult;
         try {
-          const res = await fetch("./demo.pickle");
-          if (!res.ok) throw new Error(`the demo file is not on this site (HTTP ${res.status})`);
-          blob = await res.blob();
+          result = await sideAsk((api) => api.open(file, name, onProgress) as Promise<OpenResult>);
         } catch (e) {
+          if (get().generation !== generation) return false;
           const message = e instanceof Error ? e.message : String(e);
           set({
             status: "error",
-            fileName: name,
-            error: `Could not load the demo: ${message}`,
+            error: `The worker stopped while reading ${name}: ${message}`,
             progress: null,
           });
-          setPageState("error", name);
-          return;
+          return false;
         }
-        await openFileNow(blob, name);
-      }),
-
-    cancel() {
-      if (get().status !== "loading") return;
-      void getApi().cancel();
-      // A reader busy in a long synchronous stretch cannot see the abort: after a grace period, end the
-      // worker itself; the open() promise is then dropped as stale.
-      const generation = get().generation;
-      cancelTimer = setTimeout(() => {
-        if (get().generation !== generation || get().status !== "loading") return;
-        set({ generation: generation + 1, status: "empty", fileName: null, progress: null });
-        setPageState("empty", null);
-        document.body.dataset.cancelled = "1";
-        restartWorker();
-      }, 1500);
-    },
-
-    async setDevice(device) {
-      const generation = get().generation;
-      set({ device, panel: null, panelError: null, view: null, pinnedEvent: null, highlightSite: null });
-      try {
-        const panel = await ask((api) => api.panel(device));
-        if (get().generation !== generation || get().device !== device) return;
+        if (get().generation !== generation) return false;
+        if (!result.ok) {
+          if (result.cancelled) {
+            set({ ...EMPTY, generation: generation + 1 });
+            document.body.dataset.cancelled = "1";
+          } else set({ status: "error", error: result.message, progress: null });
+          return false;
+        }
+        const summary = result.summary;
+        const countersError = opts.counters ? await applyCounters(opts.counters) : null;
+        const withTrace = summary.devices.find((d) => d.traceEntries > 0);
+        const device = withTrace?.device ?? summary.devices[0]?.device ?? 0;
         set({
-          panel,
-          colors: categoryColors(panel.categories.map((c) => c.name)),
-          view: fullView(panel),
+          summary,
+          device,
+          countersError,
+          progress: {
+            phase: "replaying the trace",
+            bytesDone: file.size,
+            bytesTotal: file.size,
+            startedAt: t0,
+            now: performance.now(),
+          },
         });
-      } catch (e) {
-        if (get().generation !== generation) return;
-        set({ panelError: e instanceof Error ? e.message : String(e) });
-      }
-    },
+        await get().setDevice(device);
+        if (get().generation !== generation) return false;
+        set({ status: "ready", progress: null });
+        return true;
+      },
 
-    setView: (view) => set({ view }),
-    setAxis(axis) {
-      const v = fullView(get().panel, axis);
-      if (v) set({ view: v });
-    },
-    pin: (event) => set({ pinnedEvent: event }),
-    setHighlightSite: (site) => set({ highlightSite: site }),
-    setTimelineMode: (mode) => set({ timelineMode: mode }),
-    setMapColor: (mode) => set({ mapColor: mode }),
-  };
-});
+      fail(name, message) {
+        set({ ...EMPTY, generation: get().generation + 1, status: "error", fileName: name, error: message });
+      },
 
-setPageState("empty", null);
+      setProgress(name, p, startedAt) {
+        set({
+          status: "loading",
+          fileName: name,
+          error: null,
+          summary: null,
+          panel: null,
+          progress: { ...p, startedAt, now: performance.now() },
+        });
+      },
+
+      reset() {
+        set({ ...EMPTY, generation: get().generation + 1 });
+      },
+
+      cancelRead() {
+        if (get().status !== "loading") return;
+        tell(side, (api) => api.cancel());
+      },
+
+      async setDevice(device) {
+        const generation = get().generation;
+        set({
+          device,
+          panel: null,
+          panelError: null,
+          view: null,
+          pinnedEvent: null,
+          highlightSite: null,
+          highlightCategory: null,
+        });
+        try {
+          const panel = await sideAsk((api) => api.panel(device));
+          if (get().generation !== generation || get().device !== device) return;
+          set({
+            panel,
+            colors: categoryColors(panel.categories.map((c) => c.name)),
+            view: fullView(panel),
+          });
+        } catch (e) {
+          if (get().generation !== generation) return;
+          set({ panelError: e instanceof Error ? e.message : String(e) });
+        }
+      },
+
+      setView(view) {
+        set({ view });
+        viewHook?.(side, view);
+      },
+      setViewQuiet: (view) => set({ view }),
+      setAxis(axis) {
+        const v = fullView(get().panel, axis);
+        if (v) get().setView(v);
+      },
+      pin: (event) => set({ pinnedEvent: event }),
+      setHighlightSite: (site, by = "key") => set({ highlightSite: site, highlightBy: site ? by : "key" }),
+      setHighlightCategory: (category) => set({ highlightCategory: category }),
+      setTimelineMode: (mode) => set({ timelineMode: mode }),
+      setMapColor: (mode) => set({ mapColor: mode }),
+      applyCounters: async (f) => {
+        const error = await applyCounters(f);
+        if (!error) await get().setDevice(get().device);
+        return error;
+      },
+    };
+  });
+}
+
+/** Side 0 (A: the open file, the base of a comparison) and side 1 (B: the file it is compared with). */
+export const sides: readonly [SideStore, SideStore] = [createSideStore(0), createSideStore(1)];
+
+/** Side 0's store: what the single-file page shows. */
+export const useStore = sides[0];
+
+export const SideContext = createContext<SideStore>(sides[0]);
+
+/** The store of the side this view shows (SideContext; side 0 outside any provider). */
+export function useSide(): SideStore {
+  return useContext(SideContext);
+}
+
+/** A key unique to the side, for element ids (two columns in a comparison). */
+export function useSideKey(): string {
+  return `s${useSide()((s) => s.side)}`;
+}

@@ -10,8 +10,8 @@ import { Canvas, type DrawFn, themeColors } from "../../components/Canvas";
 import { CompactStack, firstSentence, StackList } from "../../components/StackList";
 import { formatAddress, formatBytes, formatCount } from "../../format";
 import { STATE_COLORS } from "../../palette";
-import { ask } from "../../state/client";
-import { useStore } from "../../state/store";
+import { useApp } from "../../state/app";
+import { useSide, useSideKey } from "../../state/store";
 
 const ROW_H = 22;
 const ROW_GAP = 8;
@@ -38,15 +38,20 @@ interface Layout {
   height: number;
 }
 
-/** Packs segments left to right into rows at one scale; a segment wider than a row wraps. */
-function layout(a: SegmentMapAnswer, width: number): Layout {
+/** The scale that fills about `targetRows` rows: what this map would choose on its own. */
+function naturalBytesPerPx(a: SegmentMapAnswer, width: number): number {
   const usable = Math.max(50, width - 2 * PAD);
   let total = 0;
   for (let i = 0; i < a.segments; i++) total += a.segSize[i];
   const targetRows = Math.min(14, Math.max(2, Math.ceil(Math.sqrt(a.segments) / 1.5)));
   // Room taken by gaps and minimum widths comes out of the rows' width.
-  let bytesPerPx = total / Math.max(1, usable * targetRows - a.segments * (SEG_GAP + 1));
-  if (!(bytesPerPx > 0)) bytesPerPx = 1;
+  const bytesPerPx = total / Math.max(1, usable * targetRows - a.segments * (SEG_GAP + 1));
+  return bytesPerPx > 0 ? bytesPerPx : 1;
+}
+
+/** Packs segments left to right into rows at one scale; a segment wider than a row wraps. */
+function layout(a: SegmentMapAnswer, width: number, bytesPerPx: number): Layout {
+  const usable = Math.max(50, width - 2 * PAD);
   const pieces: Piece[] = [];
   let row = 0;
   let x = 0;
@@ -82,13 +87,22 @@ function layout(a: SegmentMapAnswer, width: number): Layout {
 }
 
 export function SegmentMap() {
-  const device = useStore((s) => s.device);
-  const pinned = useStore((s) => s.pinnedEvent);
-  const panel = useStore((s) => s.panel);
-  const colors = useStore((s) => s.colors);
-  const colorBy = useStore((s) => s.mapColor);
-  const setColorBy = useStore((s) => s.setMapColor);
-  const highlightSite = useStore((s) => s.highlightSite);
+  const S = useSide();
+  const k = useSideKey();
+  const side = S((s) => s.side);
+  const ask = S((s) => s.ask);
+  const device = S((s) => s.device);
+  const pinned = S((s) => s.pinnedEvent);
+  const panel = S((s) => s.panel);
+  const colors = S((s) => s.colors);
+  const colorBy = S((s) => s.mapColor);
+  const setColorBy = S((s) => s.setMapColor);
+  const highlightSite = S((s) => s.highlightSite);
+  const highlightBy = S((s) => s.highlightBy);
+  const highlightCategory = S((s) => s.highlightCategory);
+  const dimCategory = highlightCategory
+    ? (panel?.categories.findIndex((c) => c.name === highlightCategory) ?? -1)
+    : -1;
   const [answer, setAnswer] = useState<SegmentMapAnswer | null>(null);
   const [width, setWidth] = useState(0);
   const [hover, setHover] = useState<{ x: number; y: number; block: number; seg: number } | null>(null);
@@ -101,7 +115,7 @@ export function SegmentMap() {
   useEffect(() => {
     if (!panel) return;
     let stale = false;
-    ask((api) => api.segmentMap({ device, event, highlightSite })).then(
+    ask((api) => api.segmentMap({ device, event, highlightSite, highlightBy })).then(
       (a) => {
         if (!stale) setAnswer(a);
       },
@@ -110,9 +124,19 @@ export function SegmentMap() {
     return () => {
       stale = true;
     };
-  }, [device, event, panel, highlightSite]);
+  }, [ask, device, event, panel, highlightSite, highlightBy]);
 
-  const lay = useMemo(() => (answer && width > 0 ? layout(answer, width) : null), [answer, width]);
+  // In a comparison both maps share the larger scale, so the same width is the same bytes in both.
+  const compare = useApp((a) => a.mode === "compare");
+  const setScale = useApp((a) => a.setScale);
+  const natural = answer && width > 0 ? naturalBytesPerPx(answer, width) : 0;
+  useEffect(() => setScale(side, "mapBytesPerPx", natural), [setScale, side, natural]);
+  const otherScale = useApp((a) => a.scales.mapBytesPerPx[1 - side]);
+  const bytesPerPx = compare ? Math.max(natural, otherScale) : natural;
+  const lay = useMemo(
+    () => (answer && width > 0 && bytesPerPx > 0 ? layout(answer, width, bytesPerPx) : null),
+    [answer, width, bytesPerPx],
+  );
 
   const hoverRef = hover && answer && hover.block >= 0 ? answer.blockRef[hover.block] : -1;
   useEffect(() => {
@@ -127,7 +151,7 @@ export function SegmentMap() {
     return () => {
       stale = true;
     };
-  }, [device, event, hoverRef]);
+  }, [ask, device, event, hoverRef]);
 
   const draw: DrawFn = useCallback(
     (ctx) => {
@@ -137,9 +161,10 @@ export function SegmentMap() {
         colorBy,
         hoverBlock: hover?.block ?? -1,
         highlight: !!highlightSite,
+        dimCategory,
       });
     },
-    [answer, lay, colors, colorBy, hover, highlightSite],
+    [answer, lay, colors, colorBy, hover, highlightSite, dimCategory],
   );
 
   const hitTest = (px: number, py: number) => {
@@ -182,12 +207,12 @@ export function SegmentMap() {
   return (
     <section
       className="card"
-      aria-labelledby="map-title"
+      aria-labelledby={`map-title-${k}`}
       data-testid="segment-map"
       data-highlighted={answer ? countOnes(answer.blockHighlight) : 0}
       data-event={event ?? "snapshot"}
     >
-      <h2 id="map-title">
+      <h2 id={`map-title-${k}`}>
         Segments and blocks — device {device} {moment}
       </h2>
       <div className="toolbar">
@@ -281,7 +306,8 @@ export function SegmentMap() {
         </span>
         {lay && (
           <span className="muted">
-            scale: 1 px ≈ {formatBytes(lay.bytesPerPx)}; tiny segments drawn ≥ 3 px
+            scale: 1 px ≈ {formatBytes(lay.bytesPerPx)}
+            {compare ? " (the same in both files)" : ""}; tiny segments drawn ≥ 3 px
           </span>
         )}
       </div>
@@ -309,7 +335,14 @@ function drawMap(
   ctx: CanvasRenderingContext2D,
   a: SegmentMapAnswer,
   lay: Layout,
-  o: { colors: string[]; colorBy: "category" | "state"; hoverBlock: number; highlight: boolean },
+  o: {
+    colors: string[];
+    colorBy: "category" | "state";
+    hoverBlock: number;
+    highlight: boolean;
+    /** Category drawn in full while the others are dimmed; -1 for none. */
+    dimCategory: number;
+  },
 ): void {
   const th = themeColors();
   for (const p of lay.pieces) {
@@ -339,7 +372,9 @@ function drawMap(
               ? STATE_COLORS.allocated
               : STATE_COLORS.unknown;
       else color = o.colors[a.blockCategory[j]] ?? STATE_COLORS.unknown;
-      ctx.globalAlpha = o.highlight && !a.blockHighlight[j] ? 0.2 : 1;
+      const dimmed =
+        (o.highlight && !a.blockHighlight[j]) || (o.dimCategory >= 0 && a.blockCategory[j] !== o.dimCategory);
+      ctx.globalAlpha = dimmed ? 0.2 : 1;
       ctx.fillStyle = color;
       ctx.fillRect(x0, y, w, ROW_H);
       if (state === 2 && w >= 3) {

@@ -6,17 +6,20 @@ import { useRef, useState } from "react";
 import type { PanelAnswer, ReportJson } from "../../../../workers/api";
 import { Bytes } from "../../components/Bytes";
 import { formatBytes, formatCount, formatPercent } from "../../format";
-import { ask } from "../../state/client";
-import { useStore } from "../../state/store";
+import { useApp } from "../../state/app";
+import { useSide, useSideKey } from "../../state/store";
 
 const PEAK_TOLERANCE = 0.02;
 
-export function SidePanel() {
-  const panel = useStore((s) => s.panel);
-  const device = useStore((s) => s.device);
+/** `inColumn`: inside a comparison's column (no sticky panel; the column shows the totals itself). */
+export function SidePanel({ inColumn = false }: { inColumn?: boolean } = {}) {
+  const S = useSide();
+  const k = useSideKey();
+  const panel = S((s) => s.panel);
+  const device = S((s) => s.device);
   if (!panel) {
     return (
-      <aside className="side-panel" aria-label="Analysis">
+      <aside className={inColumn ? "side-panel in-column" : "side-panel"} aria-label="Analysis">
         <section className="card">
           <p className="muted">Analysing device {device}…</p>
         </section>
@@ -26,7 +29,11 @@ export function SidePanel() {
   const report = panel.report;
   const dev = report?.devices.find((d) => d.device === device) ?? null;
   return (
-    <aside className="side-panel" aria-label="Analysis" data-testid="side-panel">
+    <aside
+      className={inColumn ? "side-panel in-column" : "side-panel"}
+      aria-label="Analysis"
+      data-testid="side-panel"
+    >
       {panel.errors.length > 0 && (
         <section className="card">
           {panel.errors.map((e) => (
@@ -36,7 +43,7 @@ export function SidePanel() {
           ))}
         </section>
       )}
-      {report && <Totals report={report} device={device} />}
+      {report && !inColumn && <Totals report={report} device={device} />}
       <OomCard panel={panel} />
       <PeakGap panel={panel} />
       {dev && (
@@ -51,8 +58,8 @@ export function SidePanel() {
       )}
       {report && <CallSites report={report} />}
       {report && (report.notes.length > 0 || report.noStackReasons.length > 0) && (
-        <section className="card" aria-labelledby="notes-title">
-          <h2 id="notes-title">Notes</h2>
+        <section className="card" aria-labelledby={`notes-title-${k}`}>
+          <h2 id={`notes-title-${k}`}>Notes</h2>
           <ul className="notes">
             {report.notes.map((n) => (
               <li key={n}>{n}</li>
@@ -75,7 +82,17 @@ export function SidePanel() {
   );
 }
 
-function Totals({ report, device }: { report: ReportJson; device: number }) {
+/** `compact`: one row of four numbers (a comparison's column). */
+export function Totals({
+  report,
+  device,
+  compact = false,
+}: {
+  report: ReportJson;
+  device: number;
+  compact?: boolean;
+}) {
+  const k = useSideKey();
   const dev = report.devices.find((d) => d.device === device);
   const rows: [string, string, number | null | undefined, string][] = [
     [
@@ -99,10 +116,19 @@ function Totals({ report, device }: { report: ReportJson; device: number }) {
     ],
   ];
   return (
-    <section className="card" aria-labelledby="totals-title" data-testid="totals">
-      <h2 id="totals-title">Memory at the snapshot — device {device}</h2>
+    <section className="card" aria-labelledby={`totals-title-${k}`} data-testid="totals">
+      <h2 id={`totals-title-${k}`}>Memory at the snapshot — device {device}</h2>
       {!dev ? (
         <p className="muted small">Device {device} holds no segments at the snapshot.</p>
+      ) : compact ? (
+        <div className="totals-row">
+          {rows.map(([label, key, v, help]) => (
+            <div key={key} data-testid={`total-${key}`} data-value={v ?? ""} title={help}>
+              <div className="muted small">{label}</div>
+              <div className="big-number">{v === null || v === undefined ? "—" : <Bytes value={v} />}</div>
+            </div>
+          ))}
+        </div>
       ) : (
         <table className="num-table">
           <tbody>
@@ -128,11 +154,13 @@ function Totals({ report, device }: { report: ReportJson; device: number }) {
 }
 
 function OomCard({ panel }: { panel: PanelAnswer }) {
+  const S = useSide();
+  const k = useSideKey();
   const ooms = panel.replayReport?.timeline.oom.filter((o) => o.device === panel.device) ?? [];
   if (ooms.length === 0) return null;
   return (
-    <section className="card" aria-labelledby="oom-title" data-testid="oom">
-      <h2 id="oom-title" className="status-fail">
+    <section className="card" aria-labelledby={`oom-title-${k}`} data-testid="oom">
+      <h2 id={`oom-title-${k}`} className="status-fail">
         Out of memory on device {panel.device}
       </h2>
       {ooms.map((o) => (
@@ -140,7 +168,7 @@ function OomCard({ panel }: { panel: PanelAnswer }) {
           <div>
             At event #{formatCount(o.eventIndex)}: {o.message}.
           </div>
-          <button type="button" onClick={() => useStore.getState().pin(o.eventIndex)}>
+          <button type="button" onClick={() => S.getState().pin(o.eventIndex)}>
             Show this moment in the segment map
           </button>
         </div>
@@ -149,8 +177,10 @@ function OomCard({ panel }: { panel: PanelAnswer }) {
   );
 }
 
-function PeakGap({ panel }: { panel: PanelAnswer }) {
-  const colors = useStore((s) => s.colors);
+export function PeakGap({ panel }: { panel: PanelAnswer }) {
+  const S = useSide();
+  const k = useSideKey();
+  const colors = S((s) => s.colors);
   const r = panel.replay;
   const report = panel.report;
   const dev = report?.devices.find((d) => d.device === panel.device) ?? null;
@@ -159,8 +189,8 @@ function PeakGap({ panel }: { panel: PanelAnswer }) {
     rr?.peak?.source === "counters" && rr.peak.device === panel.device ? rr.peak.allocatedBytes : null;
   if (!r && countersPeak === null) {
     return (
-      <section className="card" aria-labelledby="peak-title" data-testid="peak-gap">
-        <h2 id="peak-title">Peak vs snapshot</h2>
+      <section className="card" aria-labelledby={`peak-title-${k}`} data-testid="peak-gap">
+        <h2 id={`peak-title-${k}`}>Peak vs snapshot</h2>
         <p className="small muted">
           No trace to replay on this device and no counters sidecar: the peak is unknown. A snapshot is one
           instant, not the peak; drop the dump's <code>.counters.json</code> with it to compare against
@@ -178,11 +208,11 @@ function PeakGap({ panel }: { panel: PanelAnswer }) {
   return (
     <section
       className="card"
-      aria-labelledby="peak-title"
+      aria-labelledby={`peak-title-${k}`}
       data-testid="peak-gap"
       data-flagged={flagged ? "1" : "0"}
     >
-      <h2 id="peak-title">Peak vs snapshot — device {panel.device}</h2>
+      <h2 id={`peak-title-${k}`}>Peak vs snapshot — device {panel.device}</h2>
       <div className={flagged ? "gap-flag" : "gap-flag ok"}>
         {flagged ? (
           <>
@@ -252,7 +282,7 @@ function PeakGap({ panel }: { panel: PanelAnswer }) {
         <button
           type="button"
           onClick={() => {
-            useStore.getState().pin(r.peakEvent);
+            S.getState().pin(r.peakEvent);
           }}
           data-testid="peak-show"
         >
@@ -272,13 +302,17 @@ function Categories({
   allocated: number;
   title: string;
 }) {
-  const colors = useStore((s) => s.colors);
-  const panel = useStore((s) => s.panel);
+  const S = useSide();
+  const k = useSideKey();
+  const colors = S((s) => s.colors);
+  const panel = S((s) => s.panel);
+  const highlight = S((s) => s.highlightCategory);
+  const setHighlight = S((s) => s.setHighlightCategory);
   const names = panel?.categories.map((c) => c.name) ?? Object.keys(categories);
   const total = Object.values(categories).reduce((a, b) => a + b, 0);
   return (
-    <section className="card" aria-labelledby="cat-title" data-testid="categories">
-      <h2 id="cat-title">What holds the memory — {title}</h2>
+    <section className="card" aria-labelledby={`cat-title-${k}`} data-testid="categories">
+      <h2 id={`cat-title-${k}`}>What holds the memory — {title}</h2>
       <table className="num-table">
         <thead>
           <tr>
@@ -291,10 +325,27 @@ function Categories({
           {names.map((n, c) => {
             const v = categories[n] ?? 0;
             return (
-              <tr key={n} data-category={n} data-value={v} className={v === 0 ? "muted" : undefined}>
+              <tr
+                key={n}
+                data-category={n}
+                data-value={v}
+                className={v === 0 ? "muted" : highlight === n ? "highlighted" : undefined}
+              >
                 <td>
-                  <span className="swatch" style={{ background: colors[c] }} />
-                  {n.replace(/_/g, " ")}
+                  <button
+                    type="button"
+                    className="link cat-button"
+                    aria-pressed={highlight === n}
+                    title={
+                      highlight === n
+                        ? "Show every category again"
+                        : `Highlight ${n.replace(/_/g, " ")} in the timeline and the segment map`
+                    }
+                    onClick={() => setHighlight(highlight === n ? null : n)}
+                  >
+                    <span className="swatch" style={{ background: colors[c] }} />
+                    {n.replace(/_/g, " ")}
+                  </button>
                 </td>
                 <td>
                   <Bytes value={v} />
@@ -327,23 +378,23 @@ const STATUS_TEXT: Record<string, string> = { pass: "✓ pass", fail: "✗ fail"
 function Checks({ report, panel }: { report: ReportJson; panel: PanelAnswer }) {
   const input = useRef<HTMLInputElement>(null);
   const [localError, setError] = useState<string | null>(null);
-  const droppedError = useStore((s) => s.countersError);
+  const S = useSide();
+  const k = useSideKey();
+  const droppedError = S((s) => s.countersError);
   const error = localError ?? droppedError;
-  const device = useStore((s) => s.device);
-  const traceReplay = panel.replayReport?.traceReplay;
   const applyCountersFile = async (file: File | null) => {
     setError(null);
-    try {
-      const text = file ? await file.text() : null;
-      await ask((api) => api.setCounters(text, file?.name ?? ""));
-      await useStore.getState().setDevice(device);
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-    }
+    const message = await S.getState().applyCounters(file);
+    if (message) setError(message);
+    else if (useApp.getState().mode === "compare") await useApp.getState().runCompare();
   };
+  // The trace-replay check comes from the replay report unless the report already lists it.
+  const traceReplay = report.checks.some((c) => c.id === "trace-replay")
+    ? null
+    : panel.replayReport?.traceReplay;
   return (
-    <section className="card" aria-labelledby="checks-title" data-testid="checks">
-      <h2 id="checks-title">Consistency checks</h2>
+    <section className="card" aria-labelledby={`checks-title-${k}`} data-testid="checks">
+      <h2 id={`checks-title-${k}`}>Consistency checks</h2>
       {report.checks.map((c) => (
         <div key={c.id} className="check" data-check={c.id} data-status={c.status}>
           <div>
@@ -400,17 +451,19 @@ function Checks({ report, panel }: { report: ReportJson; panel: PanelAnswer }) {
 }
 
 function CallSites({ report }: { report: ReportJson }) {
-  const highlight = useStore((s) => s.highlightSite);
-  const setHighlight = useStore((s) => s.setHighlightSite);
-  const setMode = useStore((s) => s.setTimelineMode);
-  const colors = useStore((s) => s.colors);
-  const panel = useStore((s) => s.panel);
+  const S = useSide();
+  const k = useSideKey();
+  const highlight = S((s) => (s.highlightBy === "key" ? s.highlightSite : null));
+  const setHighlight = S((s) => s.setHighlightSite);
+  const setMode = S((s) => s.setTimelineMode);
+  const colors = S((s) => s.colors);
+  const panel = S((s) => s.panel);
   const names = panel?.categories.map((c) => c.name) ?? [];
   const sites = report.topCallSites;
   const max = sites.reduce((m, s) => Math.max(m, s.bytes), 0);
   return (
-    <section className="card" aria-labelledby="sites-title" data-testid="call-sites">
-      <h2 id="sites-title">Top call sites at the snapshot</h2>
+    <section className="card" aria-labelledby={`sites-title-${k}`} data-testid="call-sites">
+      <h2 id={`sites-title-${k}`}>Top call sites at the snapshot</h2>
       <p className="small muted">
         Live blocks by the line of code that allocated them (all devices). Click one to highlight its
         allocations in the timeline and the segment map.

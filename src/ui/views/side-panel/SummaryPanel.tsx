@@ -2,15 +2,16 @@
 
 import { Bytes } from "../../components/Bytes";
 import { formatCount } from "../../format";
-import { useStore } from "../../state/store";
+import { useSide, useSideKey } from "../../state/store";
 
 export function SummaryPanel() {
-  const summary = useStore((s) => s.summary);
+  const summary = useSide()((s) => s.summary);
+  const k = useSideKey();
   if (!summary) return null;
   const s = summary;
   return (
-    <section className="card summary" aria-labelledby="summary-title" data-testid="summary">
-      <h2 id="summary-title">
+    <section className="card summary" aria-labelledby={`summary-title-${k}`} data-testid="summary">
+      <h2 id={`summary-title-${k}`}>
         <span className="summary-file" data-testid="summary-file">
           {s.fileName}
         </span>

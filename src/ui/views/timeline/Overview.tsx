@@ -4,8 +4,7 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { ReplayFacts, TimelineAnswer } from "../../../../workers/api";
 import { Canvas, type DrawFn, themeColors } from "../../components/Canvas";
-import { ask } from "../../state/client";
-import type { TimelineView } from "../../state/store";
+import { type TimelineView, useSide } from "../../state/store";
 import { MARGIN } from "./scales";
 
 const HEIGHT = 44;
@@ -21,6 +20,7 @@ export function Overview({
   view: TimelineView;
   onView: (v: TimelineView) => void;
 }) {
+  const ask = useSide()((s) => s.ask);
   const [width, setWidth] = useState(0);
   const [answer, setAnswer] = useState<TimelineAnswer | null>(null);
   const drag = useRef<{ mode: "move" | "select"; startX: number; view: TimelineView; moved: boolean } | null>(
@@ -41,7 +41,7 @@ export function Overview({
     return () => {
       stale = true;
     };
-  }, [device, view.axis, f0, f1, plotWidth, width]);
+  }, [ask, device, view.axis, f0, f1, plotWidth, width]);
 
   const toPx = useCallback(
     (x: number) => MARGIN.left + ((x - f0) / (f1 - f0)) * plotWidth,

@@ -15,8 +15,8 @@ import { Bytes } from "../../components/Bytes";
 import { Canvas, type CanvasHandle, type DrawFn, themeColors } from "../../components/Canvas";
 import { CompactStack, firstSentence, StackList } from "../../components/StackList";
 import { formatBytes, formatCount, formatDurationUs } from "../../format";
-import { ask } from "../../state/client";
-import { fullView, type TimelineView, useStore } from "../../state/store";
+import { alignViews, anchorOf, linkedExtent, useApp } from "../../state/app";
+import { clampView, fullView, type SideStore, sides, type TimelineView, useSide } from "../../state/store";
 import { Overview } from "./Overview";
 import { makePlot, type Plot, pxToX, xTicks, xToPx, yTicks, yToPx } from "./scales";
 
@@ -30,19 +30,46 @@ interface Hover {
 }
 
 export function Timeline() {
-  const panel = useStore((s) => s.panel);
-  const panelError = useStore((s) => s.panelError);
-  const device = useStore((s) => s.device);
-  const view = useStore((s) => s.view);
-  const colors = useStore((s) => s.colors);
-  const pinned = useStore((s) => s.pinnedEvent);
-  const mode = useStore((s) => s.timelineMode);
-  const highlightSite = useStore((s) => s.highlightSite);
-  const setView = useStore((s) => s.setView);
-  const setAxis = useStore((s) => s.setAxis);
-  const pin = useStore((s) => s.pin);
-  const setMode = useStore((s) => s.setTimelineMode);
+  const S = useSide();
+  const side = S((s) => s.side);
+  const k = `s${side}`;
+  const ask = S((s) => s.ask);
+  const panel = S((s) => s.panel);
+  const panelError = S((s) => s.panelError);
+  const device = S((s) => s.device);
+  const view = S((s) => s.view);
+  const colors = S((s) => s.colors);
+  const pinned = S((s) => s.pinnedEvent);
+  const mode = S((s) => s.timelineMode);
+  const highlightSite = S((s) => s.highlightSite);
+  const highlightBy = S((s) => s.highlightBy);
+  const highlightCategory = S((s) => s.highlightCategory);
+  const setHighlightCategory = S((s) => s.setHighlightCategory);
+  const setView = S((s) => s.setView);
+  const setAxis = S((s) => s.setAxis);
+  const pin = S((s) => s.pin);
+  const setMode = S((s) => s.setTimelineMode);
   const replay = panel?.replay ?? null;
+  // A comparison: the other side's hovered moment, drawn here as a ghost line (linked cursor).
+  const compare = useApp((a) => a.mode === "compare");
+  const linked = useApp((a) => a.linked);
+  const align = useApp((a) => a.align);
+  const cursor = useApp((a) => a.cursor);
+  const setCursor = useApp((a) => a.setCursor);
+  const ghostX =
+    compare && linked && cursor && cursor.side !== side && view && cursor.axis === view.axis && replay
+      ? cursor.offset + anchorOf(replay, view.axis, align)
+      : null;
+  const chooseAxis = (axis: "time" | "event") => {
+    const app = useApp.getState();
+    const both = sides.every((x) => x.getState().panel?.replay?.hasTime);
+    if (app.mode === "compare" && app.linked && (axis === "event" || both)) alignViews(app.base, true, axis);
+    else setAxis(axis);
+  };
+  const clamp = useCallback(
+    (v: TimelineView) => (replay ? clampView(v, replay, linkedExtent(side, v.axis)) : v),
+    [replay, side],
+  );
 
   const [width, setWidth] = useState(0);
   const [answer, setAnswer] = useState<TimelineAnswer | null>(null);
@@ -56,8 +83,9 @@ export function Timeline() {
   const drag = useRef<{ startPx: number; view: TimelineView; moved: boolean } | null>(null);
 
   const categories = panel?.categories ?? [];
-  const plot = useMemo(() => {
-    if (!view || !answer || width <= 0) return null;
+  // The y scale: this range's top; in a linked comparison the larger of both files' (same scale).
+  const ownTop = useMemo(() => {
+    if (!answer) return 0;
     let yMax = 0;
     for (let b = 0; b < answer.buckets; b++) {
       const a = answer.allocMax[b];
@@ -65,8 +93,17 @@ export function Timeline() {
       const r = answer.reservedMax[b];
       if (showReserved && r > yMax) yMax = r;
     }
-    return makePlot(width, HEIGHT, view.x0, view.x1, niceTop(yMax));
-  }, [view, answer, width, showReserved]);
+    return niceTop(yMax);
+  }, [answer, showReserved]);
+  const setScale = useApp((a) => a.setScale);
+  useEffect(() => setScale(side, "yTop", ownTop), [setScale, side, ownTop]);
+  const otherTop = useApp((a) => a.scales.yTop[1 - side]);
+  const sharedY = compare && linked;
+  const yTop = sharedY ? Math.max(ownTop, otherTop) : ownTop;
+  const plot = useMemo(() => {
+    if (!view || !answer || width <= 0) return null;
+    return makePlot(width, HEIGHT, view.x0, view.x1, yTop);
+  }, [view, answer, width, yTop]);
 
   // Buckets for the visible range: one per plot pixel, newest request wins.
   const plotWidth = width > 0 ? makePlot(width, HEIGHT, 0, 1, 1).plotWidth : 0;
@@ -84,7 +121,7 @@ export function Timeline() {
     return () => {
       stale = true;
     };
-  }, [device, view, plotWidth, replay]);
+  }, [ask, device, view, plotWidth, replay]);
 
   // Bands in "each allocation" mode, at the y scale the plot uses.
   const yMax = plot?.yMax ?? 0;
@@ -114,7 +151,7 @@ export function Timeline() {
     return () => {
       stale = true;
     };
-  }, [mode, device, view, plotWidth, replay, yMax]);
+  }, [ask, mode, device, view, plotWidth, replay, yMax]);
 
   // Allocations of the highlighted call site.
   useEffect(() => {
@@ -123,13 +160,13 @@ export function Timeline() {
       return;
     }
     let stale = false;
-    ask((api) => api.siteAllocations(device, highlightSite)).then((ids) => {
+    ask((api) => api.siteAllocations(device, highlightSite, highlightBy)).then((ids) => {
       if (!stale) setSiteAllocs(new Set(ids));
     });
     return () => {
       stale = true;
     };
-  }, [device, highlightSite]);
+  }, [ask, device, highlightSite, highlightBy]);
 
   // Hovered band → its allocation's details (size, category, site, rule, stack).
   const hoverAlloc = hover && bands && hover.band >= 0 ? bands.alloc[hover.band] : -1;
@@ -145,7 +182,7 @@ export function Timeline() {
     return () => {
       stale = true;
     };
-  }, [device, hoverAlloc]);
+  }, [ask, device, hoverAlloc]);
 
   const draw: DrawFn = useCallback(
     (ctx) => {
@@ -159,14 +196,32 @@ export function Timeline() {
         pinned,
         hover,
         selectedAlloc: selected?.alloc ?? -1,
+        dimCategory: highlightCategory ? categories.findIndex((c) => c.name === highlightCategory) : -1,
+        ghostX,
       });
     },
-    [plot, answer, replay, colors, showReserved, bands, mode, siteAllocs, view, pinned, hover, selected],
+    [
+      plot,
+      answer,
+      replay,
+      colors,
+      showReserved,
+      bands,
+      mode,
+      siteAllocs,
+      view,
+      pinned,
+      hover,
+      selected,
+      highlightCategory,
+      categories,
+      ghostX,
+    ],
   );
 
   const onWheel = useCallback(
     (e: WheelEvent) => {
-      const s = useStore.getState();
+      const s = S.getState();
       const v = s.view;
       if (!v || !plot || !replay) return;
       e.preventDefault();
@@ -174,7 +229,7 @@ export function Timeline() {
       const px = e.clientX - rect.left;
       if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) {
         const d = ((e.shiftKey ? e.deltaY : e.deltaX) / plot.plotWidth) * (v.x1 - v.x0);
-        s.setView(clampView({ ...v, x0: v.x0 + d, x1: v.x1 + d }, replay));
+        s.setView(clamp({ ...v, x0: v.x0 + d, x1: v.x1 + d }));
         return;
       }
       const at = pxToX(
@@ -182,9 +237,9 @@ export function Timeline() {
         Math.max(plot.left, Math.min(plot.left + plot.plotWidth, px)),
       );
       const k = Math.exp(Math.max(-1, Math.min(1, e.deltaY * (e.deltaMode === 1 ? 0.05 : 0.002))));
-      s.setView(clampView({ ...v, x0: at - (at - v.x0) * k, x1: at + (v.x1 - at) * k }, replay));
+      s.setView(clamp({ ...v, x0: at - (at - v.x0) * k, x1: at + (v.x1 - at) * k }));
     },
-    [plot, replay],
+    [plot, replay, S, clamp],
   );
 
   const hitTest = useCallback(
@@ -212,8 +267,8 @@ export function Timeline() {
 
   if (panelError) {
     return (
-      <section className="card" aria-labelledby="timeline-title">
-        <h2 id="timeline-title">Memory over time</h2>
+      <section className="card" aria-labelledby={`timeline-title-${k}`}>
+        <h2 id={`timeline-title-${k}`}>Memory over time</h2>
         <p className="status-fail">
           The trace of device {device} could not be replayed: {panelError}
         </p>
@@ -222,16 +277,16 @@ export function Timeline() {
   }
   if (!panel) {
     return (
-      <section className="card" aria-labelledby="timeline-title">
-        <h2 id="timeline-title">Memory over time</h2>
+      <section className="card" aria-labelledby={`timeline-title-${k}`}>
+        <h2 id={`timeline-title-${k}`}>Memory over time</h2>
         <p className="muted">Replaying the trace…</p>
       </section>
     );
   }
   if (!replay || !view) {
     return (
-      <section className="card" aria-labelledby="timeline-title" data-testid="timeline-empty">
-        <h2 id="timeline-title">Memory over time — device {device}</h2>
+      <section className="card" aria-labelledby={`timeline-title-${k}`} data-testid="timeline-empty">
+        <h2 id={`timeline-title-${k}`}>Memory over time — device {device}</h2>
         <p className="muted">
           No trace for this device: the snapshot holds only the state at the moment it was taken (history was
           not recorded, or this device had no allocations). Record one with{" "}
@@ -247,11 +302,14 @@ export function Timeline() {
   return (
     <section
       className="card timeline"
-      aria-labelledby="timeline-title"
+      aria-labelledby={`timeline-title-${k}`}
       data-testid="timeline"
       data-axis={view.axis}
       data-x0={view.x0}
       data-x1={view.x1}
+      data-origin={view.axis === "time" ? replay.t0 : 0}
+      data-anchor={compare ? anchorOf(replay, view.axis, align) : undefined}
+      data-highlight-category={highlightCategory ?? undefined}
       data-plot-left={plot?.left}
       data-plot-width={plot?.plotWidth}
       data-plot-top={plot?.top}
@@ -259,7 +317,7 @@ export function Timeline() {
       data-mode={mode}
       data-bands={bands?.count ?? ""}
     >
-      <h2 id="timeline-title">
+      <h2 id={`timeline-title-${k}`}>
         Allocated memory over time — device {device}{" "}
         <span className="muted small">
           ({formatCount(replay.events)} trace events; stacked by category, rounded block bytes)
@@ -277,11 +335,11 @@ export function Timeline() {
                 ? "Time since the first trace event"
                 : "This trace has no time_us: only event order"
             }
-            onClick={() => setAxis("time")}
+            onClick={() => chooseAxis("time")}
           >
             Time
           </button>
-          <button type="button" aria-pressed={view.axis === "event"} onClick={() => setAxis("event")}>
+          <button type="button" aria-pressed={view.axis === "event"} onClick={() => chooseAxis("event")}>
             Event index
           </button>
         </span>
@@ -305,11 +363,11 @@ export function Timeline() {
           </button>
         </span>
         <span className="spacer" />
-        <button type="button" onClick={() => jumpTo(replay.peakEvent)} data-testid="jump-peak">
+        <button type="button" onClick={() => jumpTo(S, replay.peakEvent)} data-testid="jump-peak">
           Jump to peak
         </button>
         {oom && (
-          <button type="button" onClick={() => jumpTo(oom.event)} data-testid="jump-oom">
+          <button type="button" onClick={() => jumpTo(S, oom.event)} data-testid="jump-oom">
             Jump to OOM
           </button>
         )}
@@ -321,14 +379,7 @@ export function Timeline() {
         >
           Snapshot
         </button>
-        <button
-          type="button"
-          onClick={() => {
-            const f = fullView(panel, view.axis);
-            if (f) setView(f);
-          }}
-          title="Reset zoom (0)"
-        >
+        <button type="button" onClick={() => resetZoom(S)} title="Reset zoom (0)">
           Reset zoom
         </button>
       </div>
@@ -344,7 +395,7 @@ export function Timeline() {
           cursor={drag.current?.moved ? "grabbing" : "crosshair"}
           onPointerDown={(e) => {
             e.currentTarget.setPointerCapture(e.pointerId);
-            const v = useStore.getState().view;
+            const v = S.getState().view;
             if (v) drag.current = { startPx: e.nativeEvent.offsetX, view: v, moved: false };
           }}
           onPointerMove={(e) => {
@@ -356,11 +407,20 @@ export function Timeline() {
               if (Math.abs(dx) > 3) d.moved = true;
               if (d.moved) {
                 const shift = (-dx / plot.plotWidth) * (d.view.x1 - d.view.x0);
-                setView(clampView({ ...d.view, x0: d.view.x0 + shift, x1: d.view.x1 + shift }, replay));
+                setView(clamp({ ...d.view, x0: d.view.x0 + shift, x1: d.view.x1 + shift }));
                 return;
               }
             }
-            setHover(hitTest(px, py));
+            const h = hitTest(px, py);
+            setHover(h);
+            if (compare && plot && view) {
+              useApp.getState().setActiveSide(side);
+              setCursor(
+                h
+                  ? { side, axis: view.axis, offset: pxToX(plot, px) - anchorOf(replay, view.axis, align) }
+                  : null,
+              );
+            }
           }}
           onPointerUp={(e) => {
             const d = drag.current;
@@ -376,7 +436,10 @@ export function Timeline() {
               if (ev >= 0) pin(ev);
             }
           }}
-          onPointerLeave={() => setHover(null)}
+          onPointerLeave={() => {
+            setHover(null);
+            if (compare) setCursor(null);
+          }}
         />
         {hover && answer && plot && (
           <HoverTip
@@ -391,13 +454,24 @@ export function Timeline() {
           />
         )}
       </div>
-      <Overview device={device} replay={replay} view={view} onView={(v) => setView(clampView(v, replay))} />
+      <Overview device={device} replay={replay} view={view} onView={(v) => setView(clamp(v))} />
       <div className="legend" data-testid="timeline-legend">
         {categories.map((c) => (
-          <span key={c.id}>
+          <button
+            type="button"
+            key={c.id}
+            className="legend-item"
+            aria-pressed={highlightCategory === c.name}
+            title={
+              highlightCategory === c.name
+                ? "Show every category again"
+                : `Highlight ${c.name} in the timeline and the segment map`
+            }
+            onClick={() => setHighlightCategory(highlightCategory === c.name ? null : c.name)}
+          >
             <span className="swatch" style={{ background: colors[c.id] }} />
             {c.name}
-          </span>
+          </button>
         ))}
         <label title="The reserved total (what the caching allocator holds from the device), drawn as a line">
           <input
@@ -434,14 +508,36 @@ export function Timeline() {
           its stack; click to keep it below.
         </p>
       )}
+      {compare && linked && (
+        <p className="small muted" data-testid="link-note">
+          {view.axis === "time" ? "Time" : "Events"} counted from{" "}
+          {align === "snapshot" && replay.markers.some((m) => m.kind === "snapshot")
+            ? "the first _snapshot() call"
+            : "the trace's start"}
+          , aligned with the other file, on the same byte scale; zoom and cursor move both (the dashed grey
+          line is the other file's cursor).
+        </p>
+      )}
       <PinnedLine replay={replay} />
       {selected && <AllocationPanel detail={selected} device={device} onClose={() => setSelected(null)} />}
     </section>
   );
 }
 
-function jumpTo(event: number) {
-  const s = useStore.getState();
+/** The whole trace; in a linked comparison, both traces on the shared axis. */
+export function resetZoom(S: SideStore): void {
+  const app = useApp.getState();
+  const s = S.getState();
+  if (app.mode === "compare" && app.linked) {
+    alignViews(app.base, true);
+    return;
+  }
+  const f = fullView(s.panel, s.view?.axis);
+  if (f) s.setView(f);
+}
+
+function jumpTo(S: SideStore, event: number) {
+  const s = S.getState();
   s.pin(event);
   const r = s.panel?.replay;
   const v = s.view;
@@ -463,21 +559,6 @@ function eventX(r: ReplayFacts, event: number): number {
 function niceTop(v: number): number {
   if (!(v > 0)) return 1;
   return v * 1.08;
-}
-
-export function clampView(v: TimelineView, r: ReplayFacts): TimelineView {
-  const full = v.axis === "time" ? { x0: r.t0, x1: r.t1 } : { x0: 0, x1: r.events - 1 };
-  const fullSpan = Math.max(1, full.x1 - full.x0);
-  const minSpan = v.axis === "time" ? Math.max(1, fullSpan * 1e-7) : 4;
-  let span = v.x1 - v.x0;
-  span = Math.min(fullSpan * 1.2, Math.max(minSpan, span));
-  const mid = (v.x0 + v.x1) / 2;
-  let x0 = mid - span / 2;
-  const lo = full.x0 - fullSpan * 0.1;
-  const hi = full.x1 + fullSpan * 0.1;
-  if (x0 < lo) x0 = lo;
-  if (x0 + span > hi) x0 = hi - span;
-  return { axis: v.axis, x0, x1: x0 + span };
 }
 
 function hitBand(b: BandsAnswer, x: number, y: number): number {
@@ -504,6 +585,10 @@ interface DrawOpts {
   pinned: number | null;
   hover: Hover | null;
   selectedAlloc: number;
+  /** Category drawn in full while the others are dimmed; -1 for none. */
+  dimCategory: number;
+  /** The other file's cursor (linked comparison), in this side's axis units. */
+  ghostX: number | null;
 }
 
 function drawTimeline(
@@ -566,7 +651,7 @@ function drawTimeline(
     for (let i = 0; i < bd.count; i++) {
       const s = bd.pointStart[i];
       const e = bd.pointStart[i + 1];
-      const hi = dim?.has(bd.alloc[i]) ?? true;
+      const hi = (dim?.has(bd.alloc[i]) ?? true) && (o.dimCategory < 0 || bd.category[i] === o.dimCategory);
       ctx.globalAlpha = hi ? 1 : 0.2;
       ctx.fillStyle = o.colors[bd.category[i]] ?? "#888";
       const h = Math.max(1, bd.sizeBytes[i] * scale);
@@ -598,6 +683,7 @@ function drawTimeline(
     const cum = new Float64Array(a.buckets);
     for (let c = 0; c < C; c++) {
       ctx.fillStyle = o.colors[c] ?? "#888";
+      ctx.globalAlpha = o.dimCategory < 0 || o.dimCategory === c ? 1 : 0.2;
       for (let b = 0; b < a.buckets; b++) {
         const v = a.byCategory[b * C + c];
         if (!(v > 0)) continue;
@@ -607,6 +693,7 @@ function drawTimeline(
         ctx.fillRect(p.left + b, bottom - y1, 1, Math.max(0.5, y1 - y0));
       }
     }
+    ctx.globalAlpha = 1;
     // The min inside each pixel, where it differs from the max: short-lived spikes.
     ctx.fillStyle = th.bg;
     ctx.globalAlpha = 0.35;
@@ -699,6 +786,18 @@ function drawTimeline(
       ctx.strokeStyle = th.accent;
       ctx.lineWidth = 2;
       line(ctx, x, p.top, bottom);
+      ctx.lineWidth = 1;
+    }
+  }
+  // The other file's cursor (linked comparison).
+  if (o.ghostX !== null) {
+    const x = Math.round(xToPx(p, o.ghostX)) + 0.5;
+    if (inPlot(x)) {
+      ctx.strokeStyle = th.muted;
+      ctx.setLineDash([5, 3]);
+      ctx.lineWidth = 1.5;
+      line(ctx, x, p.top, bottom);
+      ctx.setLineDash([]);
       ctx.lineWidth = 1;
     }
   }
@@ -899,6 +998,7 @@ function AllocationPanel({
   device: number;
   onClose: () => void;
 }) {
+  const ask = useSide()((s) => s.ask);
   return (
     <div className="detail" data-testid="allocation-detail">
       <div className="toolbar">
@@ -947,7 +1047,8 @@ function AllocationPanel({
 }
 
 function PinnedLine({ replay }: { replay: ReplayFacts }) {
-  const pinned = useStore((s) => s.pinnedEvent);
+  const S = useSide();
+  const pinned = S((s) => s.pinnedEvent);
   return (
     <p className="small" data-testid="pinned">
       {pinned === null ? (
@@ -959,7 +1060,7 @@ function PinnedLine({ replay }: { replay: ReplayFacts }) {
         <>
           The segment map shows the state <strong>after event #{formatCount(pinned)}</strong>
           {pinned === replay.peakEvent ? " (the peak)" : ""}.{" "}
-          <button type="button" className="link" onClick={() => useStore.getState().pin(null)}>
+          <button type="button" className="link" onClick={() => S.getState().pin(null)}>
             Back to the snapshot
           </button>
         </>

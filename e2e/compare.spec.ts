@@ -1,0 +1,249 @@
+// Two files side by side: dropped together, or a second dropped on the "compare" half of an open one,
+// or picked with "Compare with…". The difference between them equals `memscope report A --compare B
+// --json`; each column equals its own report; zoom and cursor are linked (and can be unlinked);
+// clicking a call site of the difference highlights its blocks in both maps.
+
+import { execFileSync } from "node:child_process";
+import { expect, type Locator, type Page, test } from "@playwright/test";
+import { cli, dropFiles, ROOT, real, waitIdle, watchConsole } from "./helpers";
+
+const INFERENCE = "Wedsonlin__assignment2-systems__medium_256_inference_memory_snapshot.pickle";
+const TRAINING = "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle";
+
+/** The difference panel shows exactly the CLI's compare section (`report A --compare B --json`). */
+async function expectDiffEqualsCli(page: Page, report: any) {
+  const c = report.compare;
+  const diff = page.getByTestId("diff");
+  await expect(diff.getByTestId("verdict")).toHaveText(c.verdict);
+  expect(Number(await diff.getByTestId("verdict").getAttribute("data-delta"))).toBe(c.totalDeltaBytes);
+  for (const key of ["allocated", "reserved", "active"]) {
+    const row = diff.getByTestId(`diff-total-${key}`);
+    const field = `${key}Bytes`;
+    expect(Number(await row.getAttribute("data-a")), `A ${key}`).toBe(report.totals[field]);
+    expect(Number(await row.getAttribute("data-b")), `B ${key}`).toBe(c.otherTotals[field]);
+  }
+  // Every category, its signed delta, largest change first.
+  const rows = diff.getByTestId("diff-categories").locator("tr[data-category]");
+  await expect(rows).toHaveCount(Object.keys(c.categories).length);
+  const shown: number[] = [];
+  for (let i = 0; i < (await rows.count()); i++) {
+    const name = (await rows.nth(i).getAttribute("data-category"))!;
+    const delta = Number(await rows.nth(i).getAttribute("data-delta"));
+    expect(delta, `category ${name}`).toBe(c.categories[name]);
+    shown.push(Math.abs(delta));
+  }
+  expect(shown).toEqual([...shown].sort((x, y) => y - x));
+  // Call sites: the CLI's order, sites and deltas.
+  const sites = diff.getByTestId("diff-sites").locator("button[data-site]");
+  await expect(sites).toHaveCount(c.callSites.length);
+  for (let i = 0; i < c.callSites.length; i++) {
+    await expect(sites.nth(i)).toHaveAttribute("data-site", c.callSites[i].site);
+    expect(Number(await sites.nth(i).getAttribute("data-delta"))).toBe(c.callSites[i].deltaBytes);
+  }
+}
+
+/** A column's checks equal its own `memscope report FILE [--counters F] --json`. */
+async function expectChecksEqual(column: Locator, report: any) {
+  for (const c of report.checks) {
+    await expect(column.getByTestId("checks").locator(`[data-check="${c.id}"]`), c.id).toHaveAttribute(
+      "data-status",
+      c.status,
+    );
+  }
+}
+
+async function timelineRange(column: Locator) {
+  const tl = column.getByTestId("timeline");
+  const n = async (a: string) => Number(await tl.getAttribute(a));
+  return { x0: await n("data-x0"), x1: await n("data-x1"), anchor: await n("data-anchor") };
+}
+
+test.describe("compare", () => {
+  test("two files dropped together: the difference equals report --compare; linked zoom; highlight in both", async ({
+    page,
+  }) => {
+    const errors = watchConsole(page);
+    const report = cli(["report", real(INFERENCE), "--compare", real(TRAINING), "--json"]).json;
+    expect(report?.compare, "the CLI's compare section").toBeTruthy();
+    await page.goto("./");
+    await dropFiles(page, [real(INFERENCE), real(TRAINING)]);
+    await waitIdle(page);
+    await expect(page.locator("body")).toHaveAttribute("data-mode", "compare");
+    const a = page.getByTestId("column-a");
+    const b = page.getByTestId("column-b");
+    await expect(a.getByTestId("column-file")).toHaveText(INFERENCE);
+    await expect(b.getByTestId("column-file")).toHaveText(TRAINING);
+    await expectDiffEqualsCli(page, report);
+    // Each column: its timeline, map and totals (the totals equal each file's report).
+    for (const [col, totals] of [
+      [a, report.totals],
+      [b, report.compare.otherTotals],
+    ] as const) {
+      await expect(col.getByTestId("timeline-canvas")).toBeVisible();
+      await expect(col.getByTestId("segment-map-canvas")).toBeAttached();
+      expect(Number(await col.getByTestId("total-allocated").getAttribute("data-value"))).toBe(
+        totals.allocatedBytes,
+      );
+      expect(Number(await col.getByTestId("total-reserved").getAttribute("data-value"))).toBe(
+        totals.reservedBytes,
+      );
+    }
+
+    // Aligned at each trace's start: the same offsets from each anchor.
+    const ra = await timelineRange(a);
+    const rb = await timelineRange(b);
+    expect(ra.x0 - ra.anchor).toBeCloseTo(rb.x0 - rb.anchor, 0);
+    expect(ra.x1 - ra.anchor).toBeCloseTo(rb.x1 - rb.anchor, 0);
+
+    // Linked zoom: wheel on A zooms B to the same offsets; the cursor shows on the other side.
+    const box = (await a.getByTestId("timeline-canvas").boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.4, box.y + box.height * 0.5);
+    await page.mouse.wheel(0, -400);
+    await waitIdle(page);
+    const za = await timelineRange(a);
+    const zb = await timelineRange(b);
+    expect(za.x1 - za.x0).toBeLessThan(ra.x1 - ra.x0);
+    expect(zb.x0 - zb.anchor).toBeCloseTo(za.x0 - za.anchor, 0);
+    expect(zb.x1 - zb.anchor).toBeCloseTo(za.x1 - za.anchor, 0);
+
+    // Unlinked: A zooms alone.
+    await page.getByTestId("link-toggle").uncheck();
+    await page.mouse.move(box.x + box.width * 0.4, box.y + box.height * 0.5);
+    await page.mouse.wheel(0, -400);
+    await waitIdle(page);
+    const ua = await timelineRange(a);
+    const ub = await timelineRange(b);
+    expect(ua.x1 - ua.x0).toBeLessThan(za.x1 - za.x0);
+    expect(ub).toEqual(zb);
+
+    // A call site of the difference: its blocks light up in both maps (B holds them; A has none).
+    const top = report.compare.callSites[0];
+    const button = page.getByTestId("diff-sites").locator(`button[data-site="${top.site}"]`);
+    await button.click();
+    await waitIdle(page);
+    await expect(button).toHaveAttribute("aria-pressed", "true");
+    const lit = async (col: Locator) =>
+      Number(await col.getByTestId("segment-map").getAttribute("data-highlighted"));
+    expect(await lit(b)).toBeGreaterThan(0);
+    expect(await lit(a)).toBe(0);
+    // A site both files hold: lit on both sides.
+    const shared = report.topCallSites.find((s: any) =>
+      report.compare.callSites.some((d: any) => d.label === s.label),
+    );
+    if (shared) {
+      const d = report.compare.callSites.find((x: any) => x.label === shared.label);
+      await page.getByTestId("diff-sites").locator(`button[data-site="${d.site}"]`).click();
+      await waitIdle(page);
+      expect(await lit(a)).toBeGreaterThan(0);
+      expect(await lit(b)).toBeGreaterThan(0);
+    }
+    expect(errors).toEqual([]);
+  });
+
+  test("an old 2.0-layout file, then a multi-device one dropped on the compare half", async ({ page }) => {
+    const errors = watchConsole(page);
+    const OLD = "Yiyi-philosophy__LLM-inference__oom_snapshot.pickle";
+    const NEW = "Maphsge4__select_n__04d383cd__snapshot.pickle"; // torch 2.1, no time_us, 4 devices
+    const report = cli(["report", real(OLD), "--compare", real(NEW), "--json"]).json;
+    await page.goto("./");
+    await dropFiles(page, [real(OLD)]);
+    await waitIdle(page);
+    await expect(page.locator("body")).toHaveAttribute("data-mode", "single");
+    await dropFiles(page, [real(NEW)], { at: "right" });
+    await waitIdle(page);
+    await expect(page.locator("body")).toHaveAttribute("data-mode", "compare");
+    await expect(page.getByTestId("column-a").getByTestId("column-file")).toHaveText(OLD);
+    await expect(page.getByTestId("column-b").getByTestId("column-file")).toHaveText(NEW);
+    await expectDiffEqualsCli(page, report);
+    // B's devices are its own to choose.
+    await expect(page.getByTestId("column-b").getByTestId("device-select")).toBeVisible();
+    // Swap: B becomes the base; the difference is the CLI's the other way round.
+    const swapped = cli(["report", real(NEW), "--compare", real(OLD), "--json"]).json;
+    await page.getByTestId("swap").click();
+    await waitIdle(page);
+    await expect(page.getByTestId("column-a").getByTestId("column-file")).toHaveText(NEW);
+    await expectDiffEqualsCli(page, swapped);
+    // Dropping one file on the left half opens it alone again.
+    await dropFiles(page, [real(OLD)]);
+    await waitIdle(page);
+    await expect(page.locator("body")).toHaveAttribute("data-mode", "single");
+    await expect(page.getByTestId("summary-file")).toHaveText(OLD);
+    expect(errors).toEqual([]);
+  });
+
+  test("runs from different machines, each with its counters sidecar (Compare with…, or all four dropped)", async ({
+    page,
+  }, info) => {
+    const errors = watchConsole(page);
+    // The known run twice: Linux CUDA after step 3; Windows paths mid-backward. Each gets
+    // OUT.counters.json beside it; both traces hold a _snapshot() marker (after step 2).
+    const A = info.outputPath("linux-step3.pickle");
+    const B = info.outputPath("windows-mid.pickle");
+    const gen = (out: string, args: string[]) =>
+      execFileSync("python3", [`${ROOT}/test/gen/generate.py`, "known", ...args, out], { stdio: "pipe" });
+    gen(A, ["--layout", "cuda-all", "--paths", "linux", "--moment", "step3"]);
+    gen(B, ["--layout", "cuda-all", "--paths", "windows", "--moment", "mid_backward"]);
+    // Each trace's first time_us and its first _snapshot() marker's, read with Python's own pickle.
+    const times = (file: string) =>
+      JSON.parse(
+        execFileSync("python3", [
+          "-c",
+          "import json,pickle,sys; t=pickle.load(open(sys.argv[1],'rb'))['device_traces'][0]; " +
+            "print(json.dumps([t[0]['time_us'], next(e['time_us'] for e in t if e['action']=='snapshot')]))",
+          file,
+        ]).toString(),
+      ) as [number, number];
+    const report = cli([
+      "report",
+      A,
+      "--counters",
+      `${A}.counters.json`,
+      "--compare",
+      B,
+      "--counters-other",
+      `${B}.counters.json`,
+      "--json",
+    ]).json;
+    const reportB = cli(["report", B, "--counters", `${B}.counters.json`, "--json"]).json;
+    await page.goto("./");
+    await page.getByTestId("file-input").setInputFiles([A, `${A}.counters.json`]);
+    await waitIdle(page);
+    await page.getByTestId("compare-input").setInputFiles([B, `${B}.counters.json`]);
+    await waitIdle(page);
+    await expect(page.locator("body")).toHaveAttribute("data-mode", "compare");
+    await expectDiffEqualsCli(page, report);
+    // The same line of train.py matches across the two machines' paths.
+    expect(report.compare.callSites.length).toBeGreaterThan(0);
+    // Each side honours its own sidecar.
+    const a = page.getByTestId("column-a");
+    const b = page.getByTestId("column-b");
+    await expect(a.getByTestId("column-counters")).toHaveText("linux-step3.pickle.counters.json");
+    await expect(b.getByTestId("column-counters")).toHaveText("windows-mid.pickle.counters.json");
+    await expectChecksEqual(a, report);
+    await expectChecksEqual(b, reportB);
+    // Both have _snapshot() markers: the axes meet at each file's first one; "each trace's start" on demand.
+    const [startA, snapA] = times(A);
+    const [startB, snapB] = times(B);
+    const anchor = async (col: Locator) =>
+      Number(await col.getByTestId("timeline").getAttribute("data-anchor"));
+    expect(await anchor(a)).toBe(snapA);
+    expect(await anchor(b)).toBe(snapB);
+    await expect(page.getByTestId("align-select")).toHaveValue("snapshot");
+    await page.getByTestId("align-select").selectOption("start");
+    await waitIdle(page);
+    expect(await anchor(a)).toBe(startA);
+    expect(await anchor(b)).toBe(startB);
+    const ra = await timelineRange(a);
+    const rb = await timelineRange(b);
+    expect(ra.x0 - ra.anchor).toBeCloseTo(rb.x0 - rb.anchor, 0);
+
+    // All four files dropped at once, in no particular order: each sidecar goes with its snapshot.
+    await dropFiles(page, [`${B}.counters.json`, A, B, `${A}.counters.json`]);
+    await waitIdle(page);
+    await expect(a.getByTestId("column-file")).toHaveText("linux-step3.pickle");
+    await expect(a.getByTestId("column-counters")).toHaveText("linux-step3.pickle.counters.json");
+    await expect(b.getByTestId("column-counters")).toHaveText("windows-mid.pickle.counters.json");
+    await expectDiffEqualsCli(page, report);
+    expect(errors).toEqual([]);
+  });
+});

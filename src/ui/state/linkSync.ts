@@ -1,0 +1,168 @@
+// Keeps the URL hash and the page in step (link.ts defines the format).
+//
+// Reading (at start and whenever the hash is changed by hand): bad or unknown parameters become one
+// notice; `src`/`src2` are downloaded; `name`/`hash` (a link made from dropped files) make the page ask
+// for those files; the view is applied once the files are open.
+//
+// Writing: while files are open, every change of view (device, range, pin, highlight…) rewrites the hash
+// with history.replaceState (no new history entry each time), at most every 200 ms. Nothing is written
+// while a link still waits for its files, so reloading such a page keeps the link.
+
+import { restoreView, useApp } from "./app";
+import { type LinkState, parseLink, type SideLink, writeLink } from "./link";
+import { type State, sides } from "./store";
+
+let lastWritten: string | null = null;
+let timer: ReturnType<typeof setTimeout> | null = null;
+
+function round(v: number, axis: "time" | "event"): number {
+  return axis === "time" ? Math.round(v) : Math.round(v * 100) / 100;
+}
+
+function sideLink(s: State, opts: { range: boolean; site: boolean }): SideLink {
+  const l: SideLink = {};
+  const src = s.source;
+  if (src?.kind === "url" || src?.kind === "demo") l.src = src.url;
+  else if (src) {
+    l.name = src.name;
+    if (s.contentHash) l.hash = s.contentHash;
+  }
+  l.device = s.device;
+  if (s.timelineMode !== "stacked") l.view = s.timelineMode;
+  const r = s.panel?.replay;
+  if (r && s.view) {
+    l.axis = s.view.axis;
+    if (opts.range) {
+      const origin = s.view.axis === "time" ? r.t0 : 0;
+      l.t0 = round(s.view.x0 - origin, s.view.axis);
+      l.t1 = round(s.view.x1 - origin, s.view.axis);
+    }
+  }
+  if (s.pinnedEvent !== null) l.pin = s.pinnedEvent;
+  if (s.highlightCategory) l.cat = s.highlightCategory;
+  if (opts.site && s.highlightSite) l.site = s.highlightSite;
+  if (s.mapColor !== "category") l.color = s.mapColor;
+  return l;
+}
+
+/** The link state of what is shown now, or null when nothing is open. */
+export function linkState(): LinkState | null {
+  const app = useApp.getState();
+  const a = sides[app.base].getState();
+  if (a.status !== "ready") return null;
+  if (app.mode !== "compare") {
+    return { a: sideLink(a, { range: true, site: a.highlightBy === "key" }), b: null };
+  }
+  const b = sides[(1 - app.base) as 0 | 1].getState();
+  if (b.status !== "ready") return null;
+  return {
+    a: sideLink(a, { range: true, site: a.highlightBy === "portable" }),
+    // A linked B follows A's range; its own is written only when unlinked.
+    b: sideLink(b, { range: !app.linked, site: false }),
+    link: app.linked,
+    align: app.align === "start" ? "start" : undefined,
+  };
+}
+
+function write(): void {
+  timer = null;
+  // Someone else changed the hash (a link pasted, back/forward): its hashchange applies it first.
+  if (location.hash !== (lastWritten ?? location.hash)) return;
+  const app = useApp.getState();
+  if (app.expecting || app.pendingRestore) return;
+  if (sides.some((s) => s.getState().status === "loading")) return;
+  const state = linkState();
+  if (!state) return;
+  const hash = `#${writeLink(state)}`;
+  if (hash === location.hash) return;
+  lastWritten = hash;
+  history.replaceState(history.state, "", hash);
+}
+
+function schedule(): void {
+  if (timer) return;
+  timer = setTimeout(write, 200);
+}
+
+/** The page's address with the current view, written now (for "Copy link"). */
+export function currentLink(): string {
+  if (timer) {
+    clearTimeout(timer);
+    timer = null;
+  }
+  write();
+  return location.href;
+}
+
+/** Applies a link: notices, downloads, or waiting for dropped files. */
+export function applyLink(hash: string): void {
+  lastWritten = hash;
+  if (location.hash !== hash)
+    history.replaceState(history.state, "", hash || location.pathname + location.search);
+  const app = useApp.getState();
+  const { state, notices, empty } = parseLink(hash);
+  app.clearTopic("link");
+  app.clearTopic("link-wait");
+  app.clearTopic("restore");
+  if (notices.length > 0) {
+    app.notify(
+      "warn",
+      `From this link, memscope ignored: ${notices.join("; ")}. The rest is applied.`,
+      "link",
+    );
+  }
+  if (empty) return;
+  const { a, b } = state;
+  if (a.src) {
+    useApp.setState({ pendingRestore: state, expecting: null });
+    if (b && !b.src && b.name) {
+      app.notify("warn", `The link's second file, ${b.name}, was a dropped file: it is not opened.`, "link");
+    }
+    void app.openUrls(a.src, b?.src ?? null);
+    return;
+  }
+  if (a.name) {
+    // The files open now may be those the link names (a link pasted into the page that made it).
+    const open = [sides[app.base].getState(), sides[(1 - app.base) as 0 | 1].getState()];
+    const same = (s: State, name: string, hash: string | undefined) =>
+      s.status === "ready" &&
+      s.source?.kind === "file" &&
+      s.fileName === name &&
+      (!hash || s.contentHash === hash);
+    const comparing = app.mode === "compare";
+    if (
+      same(open[0], a.name, a.hash) &&
+      (b?.name ? comparing && same(open[1], b.name, b.hash) : !comparing)
+    ) {
+      void restoreView(state);
+      return;
+    }
+    app.reset();
+    const expecting = {
+      a: { name: a.name, hash: a.hash ?? null },
+      b: b?.name ? { name: b.name, hash: b.hash ?? null } : null,
+    };
+    useApp.setState({ expecting, pendingRestore: state });
+    return;
+  }
+  const hasView = Object.keys(a).length > 0 || b !== null;
+  if (hasView) {
+    useApp.setState({ pendingRestore: state, expecting: null });
+    app.notify(
+      "info",
+      "This link holds a view but no file (no src or name): drop a snapshot and the view is applied to it.",
+      "link-wait",
+    );
+  }
+}
+
+export function startLinkSync(): void {
+  for (const s of sides) s.subscribe(schedule);
+  useApp.subscribe(schedule);
+  window.addEventListener("hashchange", (e) => {
+    const hash = new URL(e.newURL).hash;
+    if (hash === lastWritten) return;
+    applyLink(hash);
+  });
+  applyLink(location.hash);
+}
