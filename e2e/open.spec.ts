@@ -144,6 +144,10 @@ test.describe("a large file", () => {
     await expect(page.getByTestId("progress-rate")).toHaveText(/^\d+ MB\/s$/);
     await expect(page.getByTestId("progress-phase")).toHaveText(/reading|parsing|building|attributing/);
     await expect(page.getByTestId("progress-percent")).toHaveText(/^\d+%$/);
+    // The first picture: memory over the entries read so far, while the file is still being read.
+    await expect(page.getByTestId("load-preview")).toBeVisible();
+    expect(Number(await page.getByTestId("load-preview").getAttribute("data-entries"))).toBeGreaterThan(0);
+    await page.screenshot({ path: "test-results/load-preview.png" });
     await page.getByTestId("cancel").click();
     expect(await waitIdle(page, ["empty"])).toBe("empty");
     await expect(page.locator("body")).toHaveAttribute("data-cancelled", "1");

@@ -3,6 +3,7 @@
 // copied) for anything per pixel or per block. Nothing here imports DOM or React.
 
 import type { ProxyMarked } from "comlink";
+import type { LoadPreview } from "../src/core/model/preview";
 import type { ReplayReport } from "../src/core/replay/report";
 import type { CompareJson, ReportJson, TotalsJson } from "../src/core/report/index";
 
@@ -19,6 +20,8 @@ export interface ProgressInfo {
   phase: string;
   bytesDone: number;
   bytesTotal: number;
+  /** While parsing: memory over the trace entries read so far (the first picture of a big file). */
+  preview?: LoadPreview;
 }
 
 export interface DeviceSummary {

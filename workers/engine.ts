@@ -4,7 +4,7 @@
 import { type Attribution, attribute } from "../src/core/attribution/index";
 import { blobByteSource } from "../src/core/formats/byte-source";
 import { SnapshotReadError } from "../src/core/formats/errors";
-import { readSnapshot } from "../src/core/formats/read";
+import { type ReadProgress, readSnapshot } from "../src/core/formats/read";
 import { BLOCK_STATE_NAMES, type CountersSidecar, type SnapshotModel } from "../src/core/model/types";
 import { compositionAt } from "../src/core/replay/peak";
 import { prepareReplay } from "../src/core/replay/prepare";
@@ -65,15 +65,30 @@ export class Engine {
     this.close();
     const t0 = performance.now();
     let lastReport = 0;
+    let last: ReadProgress | null = null;
     try {
       const model = await readSnapshot(blobByteSource(file, name), {
         signal: abort.signal,
+        // 4 MiB slices: the first picture (onPreview) comes after the first slice is parsed.
+        chunkBytes: 4 << 20,
         onProgress: (p) => {
+          last = p;
           const now = performance.now();
           // At most ~20 progress messages a second, plus every phase change.
           if (now - lastReport < 50 && p.phase === "parsing" && p.bytesDone < p.bytesTotal) return;
           lastReport = now;
           onProgress?.({ phase: p.phase, bytesDone: p.bytesDone, bytesTotal: p.bytesTotal });
+        },
+        // A first picture within a second or so, redrawn as more of the file is read.
+        previewEveryMs: 400,
+        onPreview: (preview) => {
+          if (preview.entries === 0 || !last) return;
+          onProgress?.({
+            phase: last.phase,
+            bytesDone: last.bytesDone,
+            bytesTotal: last.bytesTotal,
+            preview,
+          });
         },
       });
       if (abort.signal.aborted) return { ok: false, cancelled: true, message: "Loading was cancelled." };

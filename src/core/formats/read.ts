@@ -139,7 +139,7 @@ async function unpickle(
     totalBytes: totalBytes ?? undefined,
   });
   assembler.attachMemo(u.memo);
-  let lastPreview = performance.now();
+  let lastPreview = Number.NEGATIVE_INFINITY; // the first slice gives a picture at once
   for await (const chunk of chunks) {
     checkAborted(opts.signal);
     u.feed(chunk);

@@ -3,6 +3,7 @@
 
 import { useApp } from "../state/app";
 import { useSide } from "../state/store";
+import { LoadPreview } from "./LoadPreview";
 
 export function ProgressPanel() {
   const S = useSide();
@@ -30,6 +31,7 @@ export function ProgressPanel() {
         <span data-testid="progress-rate">{bytesDone > 0 ? `${mbps.toFixed(0)} MB/s` : "—"}</span>
       </div>
       {known ? <progress max={1} value={fraction} /> : <progress />}
+      {progress.preview && <LoadPreview preview={progress.preview} />}
       <div>
         <button type="button" onClick={cancel} data-testid="cancel">
           Cancel

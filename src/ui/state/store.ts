@@ -199,7 +199,9 @@ function createSideStore(side: Side): SideStore {
         });
         const onProgress = Comlink.proxy((p: ProgressInfo) => {
           if (get().generation !== generation) return;
-          set({ progress: { ...p, startedAt: t0, now: performance.now() } });
+          // Plain progress messages keep the last load preview drawn.
+          const preview = p.preview ?? get().progress?.preview;
+          set({ progress: { ...p, preview, startedAt: t0, now: performance.now() } });
         });
         let result: OpenResult;
         try {
