@@ -7,6 +7,8 @@ const DIST = process.env.E2E_DIST ?? "dist";
 
 export default defineConfig({
   testDir: "e2e",
+  // Screenshots for people to look at are not tests: `npm run shots` takes them (SHOTS=1).
+  testIgnore: process.env.SHOTS ? [] : ["**/shots.spec.ts"],
   workers: 1,
   retries: 0,
   forbidOnly: true,
