@@ -1,20 +1,30 @@
-// Byte sizes for people: binary units (KiB, MiB, GiB) with two decimals, sign kept for deltas.
+// Byte sizes for people, one implementation for the CLI, the worker and the page: binary units
+// (KiB, MiB, GiB) with two decimals, and exact bytes for hovers.
 
-const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
+const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 
-export function formatBytes(bytes: number, opts: { signed?: boolean } = {}): string {
-  if (!Number.isFinite(bytes)) return "–";
-  const sign = bytes < 0 ? "−" : opts.signed ? "+" : "";
+/** 1536 → "1.50 KiB"; negative values get a real minus sign. */
+export function formatBytes(bytes: number, digits = 2): string {
+  if (!Number.isFinite(bytes)) return "—";
+  const neg = bytes < 0;
   let v = Math.abs(bytes);
   let u = 0;
   while (v >= 1024 && u < UNITS.length - 1) {
     v /= 1024;
     u++;
   }
-  return `${sign}${u === 0 ? v.toFixed(0) : v.toFixed(2)} ${UNITS[u]}`;
+  const text = u === 0 ? `${v} B` : `${v.toFixed(digits)} ${UNITS[u]}`;
+  return neg ? `−${text}` : text;
+}
+
+/** Signed: "+10.00 MiB" / "−2.00 KiB" / "±0 B". */
+export function formatBytesSigned(bytes: number): string {
+  if (bytes === 0) return "±0 B";
+  return bytes > 0 ? `+${formatBytes(bytes)}` : formatBytes(bytes);
 }
 
 /** Exact bytes with thousands separators, for hovers and reports: "1,048,576 bytes". */
 export function exactBytes(bytes: number): string {
+  if (!Number.isFinite(bytes)) return "unknown";
   return `${Math.round(bytes).toLocaleString("en-US")} bytes`;
 }

@@ -1,33 +1,7 @@
 // Number formatting for the views: binary units (KiB/MiB/GiB), exact bytes for title attributes,
 // durations on a µs axis. Pure functions, no DOM.
 
-const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-
-/** 1536 → "1.50 KiB"; keeps 3 significant digits, never rounds to "1024 KiB". */
-export function formatBytes(bytes: number, digits = 2): string {
-  if (!Number.isFinite(bytes)) return "—";
-  const neg = bytes < 0;
-  let v = Math.abs(bytes);
-  let u = 0;
-  while (v >= 1024 && u < UNITS.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  const text = u === 0 ? `${v} B` : `${v.toFixed(digits)} ${UNITS[u]}`;
-  return neg ? `−${text}` : text;
-}
-
-/** Signed: "+10.00 MiB" / "−2.00 KiB" / "±0 B". */
-export function formatBytesSigned(bytes: number): string {
-  if (bytes === 0) return "±0 B";
-  return bytes > 0 ? `+${formatBytes(bytes)}` : formatBytes(bytes);
-}
-
-/** Exact bytes with thousands separators, for title attributes: "1,048,576 bytes". */
-export function exactBytes(bytes: number): string {
-  if (!Number.isFinite(bytes)) return "unknown";
-  return `${Math.round(bytes).toLocaleString("en-US")} bytes`;
-}
+export { exactBytes, formatBytes, formatBytesSigned } from "../core/units";
 
 export function formatCount(n: number): string {
   return Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—";

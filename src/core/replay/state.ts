@@ -3,6 +3,7 @@
 // and a cursor for cheap sequential stepping.
 
 import { Action } from "../model/types";
+import { formatBytes } from "../units";
 import { intervalStateAt, type Regions, regionOf, regionsFromState } from "./extents";
 import { BEFORE_TRACE, type EventIndex, type IndexIntoAllocations, NEVER, type Replay } from "./types";
 
@@ -197,15 +198,7 @@ export interface OomSummary {
   message: string;
 }
 
-const MiB = 1024 * 1024;
-export function formatBytes(b: number): string {
-  if (!Number.isFinite(b)) return String(b);
-  const abs = Math.abs(b);
-  if (abs >= 1024 * MiB) return `${(b / (1024 * MiB)).toFixed(2)} GiB`;
-  if (abs >= MiB) return `${(b / MiB).toFixed(2)} MiB`;
-  if (abs >= 1024) return `${(b / 1024).toFixed(2)} KiB`;
-  return `${b} B`;
-}
+export { formatBytes };
 
 /** "asked for X, Y free in cached segments, largest free block Z" for every oom entry. */
 export function oomSummaries(r: Replay): OomSummary[] {
