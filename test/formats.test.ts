@@ -100,6 +100,22 @@ describe.skipIf(!HAVE_REAL)("formats: one snapshot, every encoding", () => {
   });
 });
 
+describe("unusual shapes", () => {
+  it("a device trace written as a tuple keeps every entry, in order", async () => {
+    const code = `
+import base64, pickle
+e = [{"action": a, "addr": 4096, "size": 512, "stream": 0, "frames": []} for a in ("alloc", "free_requested", "free_completed")]
+print(base64.b64encode(pickle.dumps({"segments": [], "device_traces": [tuple(e)]}, protocol=4)).decode())`;
+    const bytes = new Uint8Array(Buffer.from(python(["-c", code]).trim(), "base64"));
+    const m = await readBytes(bytes, "tuple.pickle");
+    expect(Array.from(m.traces[0].action, (a) => m.actionNames[a])).toEqual([
+      "alloc",
+      "free_requested",
+      "free_completed",
+    ]);
+  });
+});
+
 describe("unreadable input", () => {
   it("an empty file", async () => {
     const err = await readBytes(new Uint8Array(0), "empty.pickle").catch((e) => e);

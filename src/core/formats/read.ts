@@ -207,7 +207,7 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
       let innerTotal: number | null = null;
       if (kind === "gzip") inner = inflate(fileChunks, "gzip");
       else {
-        const entry = await openZipEntry({ ...src, read: (o, l) => src.read(o, l) }, chunkBytes);
+        const entry = await openZipEntry(src, chunkBytes);
         inner = entry.chunks;
         innerTotal = entry.uncompressedBytes;
         notes.push(`read ${entry.name} from the zip archive`);

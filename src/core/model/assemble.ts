@@ -285,16 +285,19 @@ export class SnapshotAssembler {
       this.notes.push(`${skipped} entries of "segments" are not segment dicts and were skipped`);
   }
 
+  /** The staged row of a trace entry left in a list or tuple (not consumed on the way), or -1. */
+  private rowOf(item: unknown): number {
+    if (!(item instanceof PyDict)) return -1;
+    if (item.row >= 0) return item.row;
+    return item.has("action") ? (item.row = this.stageTraceEntry(item)) : -1;
+  }
+
   private rowsOf(list: PyList | readonly unknown[]): number[] {
-    if (list instanceof PyList) {
-      const rows = list.rows();
-      for (const item of list.items)
-        if (item instanceof PyDict && item.has("action")) rows.push(this.stageTraceEntry(item));
-      return rows;
+    const rows = list instanceof PyList ? list.rows() : [];
+    for (const item of list instanceof PyList ? list.items : list) {
+      const row = this.rowOf(item);
+      if (row >= 0) rows.push(row);
     }
-    const rows: number[] = [];
-    for (const item of list)
-      if (item instanceof PyDict && item.has("action")) rows.push(this.stageTraceEntry(item));
     return rows;
   }
 
