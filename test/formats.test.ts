@@ -154,8 +154,7 @@ describe("unreadable input", () => {
     expect(permissionDenied("dump.pickle").message).toContain("chmod 600 dump.pickle");
   });
 
-  it("the CLI's --json output matches the summary", async () => {
-    if (!HAVE_REAL) return;
+  it.skipIf(!HAVE_REAL)("the CLI's --json output matches the summary", async () => {
     const out: string[] = [];
     const io = { stdout: (s: string) => out.push(s), stderr: (s: string) => out.push(s) };
     expect(await main(["inspect", SOURCE, "--json"], io)).toBe(0);

@@ -1,7 +1,7 @@
 // Replay against helper-1's generator (test/gen/generate.py): the known run's peak and its composition,
 // and random traces. Expected values come from the generator's OUT.truth.json (its own bookkeeping).
 
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -21,8 +21,6 @@ import { parseCounters } from "../src/core/report/counters";
 import { python, REPO } from "./helpers/python";
 
 const GEN = join(REPO, "test/gen/generate.py");
-const HAVE_GEN = existsSync(GEN);
-if (!HAVE_GEN) console.log(`replay-gen: ${GEN} is absent; generator tests skipped`);
 const dir = mkdtempSync(join(tmpdir(), "memscope-replay-gen-"));
 
 function inputsFor(model: SnapshotModel): ReplayInputs {
@@ -59,7 +57,7 @@ async function known(args: string[], name: string) {
   return { truth, counters, model };
 }
 
-describe.skipIf(!HAVE_GEN)("the known run (generate.py known)", () => {
+describe("the known run (generate.py known)", () => {
   const cases: { args: string[]; name: string }[] = [
     {
       args: ["--layout", "cuda-all", "--paths", "linux", "--moment", "mid_backward"],
@@ -174,7 +172,7 @@ interface RandomTruth {
   liveBlocks: { device: number; address: number; size: number; requestedSize: number; state: string }[];
 }
 
-describe.skipIf(!HAVE_GEN)("random traces (generate.py random-trace)", () => {
+describe("random traces (generate.py random-trace)", () => {
   for (const seed of [1, 2, 3, 4, 5]) {
     it(`seed ${seed}: ends in the snapshot state; the peak equals the truth`, async () => {
       const out = join(dir, `random-${seed}.pickle`);
