@@ -3,7 +3,7 @@
 
 Python 3 standard library only. Run `python3 test/gen/generate.py -h`; see test/gen/README.md.
 Importable too: `import generate` (with test/gen on sys.path) exposes one function per subcommand:
-known(), demo(), variants(), hostile(), truncate(), big(), random_trace().
+known(), demo(), variants(), hostile(), truncate(), big(), random_trace(), memo_overwrite().
 """
 
 import argparse
@@ -83,6 +83,14 @@ def random_trace(out, seed, events):
     return workloads.write_random_trace(out, seed, events)
 
 
+def memo_overwrite(out):
+    """A hand-assembled pickle whose frame memo slot is overwritten by PUT between identical entries."""
+    from memgen import handpickle
+    with open(out, "wb") as f:
+        f.write(handpickle.memo_overwrite())
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -121,6 +129,9 @@ def main(argv=None):
     r.add_argument("--events", type=int, required=True)
     r.add_argument("out")
 
+    mo = sub.add_parser("memo-overwrite", help=memo_overwrite.__doc__.splitlines()[0])
+    mo.add_argument("out")
+
     a = p.parse_args(argv)
     if a.cmd == "known":
         known(a.out, a.layout, a.paths, a.moment, a.protocol, a.truncate_trace)
@@ -134,6 +145,8 @@ def main(argv=None):
         truncate(a.src, a.n, a.out)
     elif a.cmd == "big":
         print(json.dumps(big(a.out, a.target_mb, a.devices, a.seed)))
+    elif a.cmd == "memo-overwrite":
+        memo_overwrite(a.out)
     elif a.cmd == "random-trace":
         random_trace(a.out, a.seed, a.events)
     return 0

@@ -135,6 +135,7 @@ async function unpickle(
 ): Promise<{ root: unknown; protocol: number | null; trailingBytes: number }> {
   const u = new Unpickler({
     hooks: assembler.hooks,
+    scanner: assembler.scanner,
     limits: opts.limits,
     totalBytes: totalBytes ?? undefined,
   });

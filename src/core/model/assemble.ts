@@ -4,10 +4,13 @@
 // so a 1 GB file never exists as millions of JS objects.
 
 import { SnapshotReadError } from "../formats/errors";
+import { Memo } from "../pickle/memo";
 import type { UnpickleHooks } from "../pickle/unpickler";
 import { describeValue, isSequence, PyDict, PyList, PySet, sequenceItems } from "../pickle/values";
 import { ModelBuilder, TraceColumns } from "./builder";
+import type { RowSet } from "./growable";
 import { type LoadPreview, previewOf } from "./preview";
+import { CONSUMED, type EntrySink, StackRef, StagedEntry, TraceEntryScanner } from "./trace-scanner";
 import {
   Action,
   EMPTY_STACK,
@@ -16,14 +19,6 @@ import {
   type SnapshotSource,
   type TraceTable,
 } from "./types";
-
-/** A frames list after interning: stands in for the list in dicts and in the memo. */
-export class StackRef {
-  constructor(readonly id: number) {}
-}
-
-/** What a memo slot holds once its trace entry was written to columns. */
-const CONSUMED = Object.freeze({ consumed: true });
 
 const KNOWN_TOP_KEYS = new Set([
   "segments",
@@ -34,13 +29,17 @@ const KNOWN_TOP_KEYS = new Set([
   "host_traces",
 ]);
 
-export class SnapshotAssembler {
+export { StackRef };
+
+export class SnapshotAssembler implements EntrySink {
   readonly builder = new ModelBuilder();
   /** Trace rows in file order; each device list records which rows it holds. */
   private readonly staging = new TraceColumns();
   private readonly stackRefs: StackRef[] = [];
   private frameScratch = new Int32Array(256);
-  private memo: unknown[] = [];
+  private memo = new Memo();
+  /** Parses trace entries straight from the pickle bytes (the unpickler offers it every dict). */
+  readonly scanner = new TraceEntryScanner(this);
   private readonly notes: string[] = [];
   private lostPrecision = false;
 
@@ -54,8 +53,10 @@ export class SnapshotAssembler {
     },
     // Fast path: a frame list is interned from the unpickler's stack without being built. Python
     // batches APPENDS by 1000, so a batch of exactly 1000 may continue: leave that to the slow path.
+    // A batch of entries the scanner staged goes into the list as its rows.
     appendBatch: (list, items, from) => {
       const n = items.length - from;
+      if (items[from] instanceof StagedEntry) return this.appendStaged(list, items, from);
       if (list.items.length !== 0 || list.rowCount !== 0 || n === 1000) return false;
       if (this.frameScratch.length < n) this.frameScratch = new Int32Array(n * 2);
       const ids = this.frameScratch;
@@ -70,16 +71,27 @@ export class SnapshotAssembler {
       return true;
     },
     consume: (list, item) => {
+      if (item instanceof StagedEntry) {
+        list.addRow(item.row);
+        return true;
+      }
       if (!(item instanceof PyDict)) return false;
       if (item.row < 0) {
         if (item.tag >= 0 || (item.k[0] !== "action" && !item.has("action"))) return false;
         item.row = this.stageTraceEntry(item);
       }
       list.addRow(item.row);
-      if (item.memo >= 0) this.memo[item.memo] = CONSUMED;
+      if (item.memo >= 0) this.memo.set(item.memo, CONSUMED);
       return true;
     },
   };
+
+  /** Adds a batch of staged entries to a device list as rows; false when the batch holds anything else. */
+  private appendStaged(list: PyList, items: ArrayLike<unknown>, from: number): boolean {
+    for (let i = from; i < items.length; i++) if (!(items[i] instanceof StagedEntry)) return false;
+    for (let i = from; i < items.length; i++) list.addRow((items[i] as StagedEntry).row);
+    return true;
+  }
 
   /** Memory over the trace entries read so far (a first picture while a big file loads). */
   preview(buckets: number): LoadPreview {
@@ -87,11 +99,11 @@ export class SnapshotAssembler {
   }
 
   /** The unpickler's memo, so consumed values can be released from it. */
-  attachMemo(memo: unknown[]): void {
+  attachMemo(memo: Memo): void {
     this.memo = memo;
   }
 
-  private stackRef(id: number): StackRef {
+  stackRef(id: number): StackRef {
     let ref = this.stackRefs[id];
     if (ref === undefined) ref = this.stackRefs[id] = new StackRef(id);
     return ref;
@@ -119,8 +131,13 @@ export class SnapshotAssembler {
       id = this.internFrames(items, 0, items.length);
     }
     const ref = this.stackRef(id);
-    if (value instanceof PyList && value.memo >= 0) this.memo[value.memo] = ref;
+    if (value instanceof PyList && value.memo >= 0) this.memo.set(value.memo, ref);
     return ref;
+  }
+
+  frameIdOf(d: PyDict): number {
+    if (d.tag >= 0) return d.tag;
+    return d.has("filename") ? this.frameId(d) : -1;
   }
 
   private frameId(d: PyDict): number {
@@ -160,8 +177,6 @@ export class SnapshotAssembler {
 
   /** Writes one trace entry, given as key/value pairs items[from..to), as a staged row. */
   private stageTracePairs(items: ArrayLike<unknown>, from: number, to: number): number {
-    const t = this.staging;
-    const row = t.action.length;
     let action = "";
     let addr = Number.NaN;
     let size = 0;
@@ -209,19 +224,46 @@ export class SnapshotAssembler {
           break;
       }
     }
-    t.action.push(this.builder.actionId(action));
-    t.addr.push(addr);
-    t.sizeBytes.push(size);
-    t.streamRaw.push(stream);
-    t.stream.push(this.builder.streamNumber(stream));
-    t.timeUs.push(time);
-    t.stack.push(stack);
-    t.deviceFreeBytes.push(deviceFree);
-    t.compileContext.push(compileContext);
-    t.userMetadata.push(userMetadata);
-    t.category.push(category);
-    t.isWorkspace.push(0);
-    return row;
+    return this.stageRow(
+      this.builder.actionId(action),
+      addr,
+      size,
+      stream,
+      time,
+      stack,
+      deviceFree,
+      compileContext,
+      userMetadata,
+      category,
+    );
+  }
+
+  /** Stages one trace entry's row (the device is known only when its list closes). */
+  stageRow(
+    action: number,
+    addr: number,
+    sizeBytes: number,
+    streamRaw: number,
+    timeUs: number,
+    stack: number,
+    deviceFreeBytes: number,
+    compileContext: number,
+    userMetadata: number,
+    category: number,
+  ): number {
+    return this.staging.pushRow(
+      action,
+      addr,
+      sizeBytes,
+      streamRaw,
+      this.builder.streamNumber(streamRaw),
+      timeUs,
+      stack,
+      deviceFreeBytes,
+      compileContext,
+      userMetadata,
+      category,
+    );
   }
 
   private stackOf(v: unknown): number {
@@ -287,12 +329,16 @@ export class SnapshotAssembler {
 
   /** The staged row of a trace entry left in a list or tuple (not consumed on the way), or -1. */
   private rowOf(item: unknown): number {
+    if (item instanceof StagedEntry) return item.row;
     if (!(item instanceof PyDict)) return -1;
     if (item.row >= 0) return item.row;
     return item.has("action") ? (item.row = this.stageTraceEntry(item)) : -1;
   }
 
-  private rowsOf(list: PyList | readonly unknown[]): number[] {
+  private rowsOf(list: PyList | readonly unknown[]): RowSet {
+    // the usual case: a device list whose entries were all staged, one after another
+    if (list instanceof PyList && list.items.length === 0 && list.extraRows === null && list.rowStart >= 0)
+      return { start: list.rowStart, count: list.rowCount };
     const rows = list instanceof PyList ? list.rows() : [];
     for (const item of list instanceof PyList ? list.items : list) {
       const row = this.rowOf(item);

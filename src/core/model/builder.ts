@@ -1,7 +1,7 @@
 // Builds a SnapshotModel incrementally: interns strings, frames and stacks as they stream in and
 // appends rows to typed-array columns. The readers (pickle, JSON) and tests construct models with it.
 
-import { ChunkedColumn, Growable } from "./growable";
+import { CHUNK_MASK, ChunkedColumn, Growable, type RowSet } from "./growable";
 import {
   type Annotation,
   BlockState,
@@ -92,12 +92,59 @@ export class TraceColumns {
   category = new ChunkedColumn(Int32Array);
   isWorkspace = new ChunkedColumn(Uint8Array);
 
+  /** Appends one row with a single chunk check for all twelve columns (the readers' hot path). */
+  pushRow(
+    action: number,
+    addr: number,
+    sizeBytes: number,
+    streamRaw: number,
+    stream: number,
+    timeUs: number,
+    stack: number,
+    deviceFreeBytes: number,
+    compileContext: number,
+    userMetadata: number,
+    category: number,
+  ): number {
+    const row = this.action.length;
+    const i = row & CHUNK_MASK;
+    if (i === 0) for (const name of TRACE_COLUMNS) this[name].openChunk();
+    this.action.tail[i] = action;
+    this.addr.tail[i] = addr;
+    this.sizeBytes.tail[i] = sizeBytes;
+    this.streamRaw.tail[i] = streamRaw;
+    this.stream.tail[i] = stream;
+    this.timeUs.tail[i] = timeUs;
+    this.stack.tail[i] = stack;
+    this.deviceFreeBytes.tail[i] = deviceFreeBytes;
+    this.compileContext.tail[i] = compileContext;
+    this.userMetadata.tail[i] = userMetadata;
+    this.category.tail[i] = category;
+    // isWorkspace stays 0 (a new chunk is zeroed); marked later, once the device lists are known
+    const n = row + 1;
+    this.action.length = n;
+    this.addr.length = n;
+    this.sizeBytes.length = n;
+    this.streamRaw.length = n;
+    this.stream.length = n;
+    this.timeUs.length = n;
+    this.stack.length = n;
+    this.deviceFreeBytes.length = n;
+    this.compileContext.length = n;
+    this.userMetadata.length = n;
+    this.category.length = n;
+    this.isWorkspace.length = n;
+    return row;
+  }
+
   /**
    * One table per device from the given rows, in the order given. Copies column by column and frees
    * each staged column once copied, so the peak is the staged rows plus one column, not twice the rows.
    */
-  gatherAll(rowsByDevice: ArrayLike<number>[]): TraceTable[] {
-    const tables = rowsByDevice.map((rows, device) => ({ device, length: rows.length }) as TraceTable);
+  gatherAll(rowsByDevice: RowSet[]): TraceTable[] {
+    const tables = rowsByDevice.map(
+      (rows, device) => ({ device, length: "start" in rows ? rows.count : rows.length }) as TraceTable,
+    );
     for (const name of TRACE_COLUMNS) {
       const column = this[name] as ChunkedColumn<Float64Array | Int32Array | Uint8Array>;
       rowsByDevice.forEach((rows, d) => {
@@ -164,6 +211,9 @@ export class ModelBuilder {
   private readonly actionIds = new Map<string, number>(KNOWN_ACTIONS.map((name, i) => [name, i]));
   readonly streams: number[] = [];
   private readonly streamIds = new Map<number, number>();
+  /** The last stream looked up (nearly every entry is on the same stream as the one before). */
+  private lastStreamRaw = Number.NaN;
+  private lastStreamId = 0;
 
   annotations: Annotation[] = [];
   allocatorSettings: Record<string, unknown> | null = null;
@@ -233,12 +283,15 @@ export class ModelBuilder {
   }
 
   streamNumber(raw: number): number {
+    if (raw === this.lastStreamRaw) return this.lastStreamId;
     let id = this.streamIds.get(raw);
     if (id === undefined) {
       id = this.streams.length;
       this.streams.push(raw);
       this.streamIds.set(raw, id);
     }
+    this.lastStreamRaw = raw;
+    this.lastStreamId = id;
     return id;
   }
 

@@ -36,9 +36,16 @@ export class Growable<T extends TypedArray> {
   }
 }
 
+/** Rows to take from staged columns: a list of row numbers, or a run of consecutive rows. */
+export type RowSet = ArrayLike<number> | { readonly start: number; readonly count: number };
+
+function isRowList(rows: RowSet): rows is ArrayLike<number> {
+  return !("start" in rows);
+}
+
 const CHUNK_SHIFT = 16;
 const CHUNK_ROWS = 1 << CHUNK_SHIFT;
-const CHUNK_MASK = CHUNK_ROWS - 1;
+export const CHUNK_MASK = CHUNK_ROWS - 1;
 
 /**
  * An append-only column kept as fixed 64K-row chunks: growing never copies or abandons a buffer, so a
@@ -47,26 +54,49 @@ const CHUNK_MASK = CHUNK_ROWS - 1;
 export class ChunkedColumn<T extends TypedArray> {
   private chunks: T[] = [];
   length = 0;
+  /** The last chunk, where the next row goes (writers that fill several columns at once use it). */
+  tail: T;
   private readonly ctor: TypedArrayCtor<T>;
 
   constructor(ctor: TypedArrayCtor<T>) {
     this.ctor = ctor;
+    this.tail = new ctor(0);
   }
 
   push(value: number): void {
     const i = this.length & CHUNK_MASK;
-    if (i === 0) this.chunks.push(new this.ctor(CHUNK_ROWS));
-    this.chunks[this.chunks.length - 1][i] = value;
+    if (i === 0) this.openChunk();
+    this.tail[i] = value;
     this.length++;
   }
 
-  /** A new array holding the given rows, in the order given. */
-  pick(rows: ArrayLike<number>): T {
+  /** Starts a new chunk; call when `length` is a multiple of CHUNK_ROWS, before writing to `tail`. */
+  openChunk(): void {
+    this.tail = new this.ctor(CHUNK_ROWS);
+    this.chunks.push(this.tail);
+  }
+
+  /** A new array holding the given rows, in the order given (a run of rows is copied chunk by chunk). */
+  pick(rows: RowSet): T {
+    if (!isRowList(rows)) return this.range(rows.start, rows.count);
     const out = new this.ctor(rows.length);
     const chunks = this.chunks;
     for (let i = 0; i < rows.length; i++) {
       const r = rows[i];
       out[i] = chunks[r >>> CHUNK_SHIFT][r & CHUNK_MASK];
+    }
+    return out;
+  }
+
+  private range(start: number, count: number): T {
+    const out = new this.ctor(count);
+    let done = 0;
+    while (done < count) {
+      const r = start + done;
+      const offset = r & CHUNK_MASK;
+      const n = Math.min(count - done, CHUNK_ROWS - offset);
+      out.set(this.chunks[r >>> CHUNK_SHIFT].subarray(offset, offset + n) as never, done);
+      done += n;
     }
     return out;
   }
@@ -83,6 +113,7 @@ export class ChunkedColumn<T extends TypedArray> {
 
   release(): void {
     this.chunks = [];
+    this.tail = new this.ctor(0);
     this.length = 0;
   }
 

@@ -3,6 +3,7 @@
 // Bytes arrive in chunks via feed(); an opcode whose argument straddles a chunk boundary waits for more.
 
 import { PickleError } from "./errors";
+import { Memo } from "./memo";
 import { PyDict, PyList, PySet } from "./values";
 
 export interface UnpickleHooks {
@@ -20,6 +21,20 @@ export interface UnpickleHooks {
   appendBatch?(list: PyList, items: ArrayLike<unknown>, from: number): boolean;
   /** Offered a whole SETITEMS batch of key/value pairs items[from..]; true when the hook took it. */
   setItemsBatch?(dict: PyDict, items: ArrayLike<unknown>, from: number): boolean;
+}
+
+/**
+ * A reader's fast path for the dicts that dominate big files (trace entries). At every EMPTY_DICT the
+ * unpickler offers the bytes buf[pos..end) (pos is the EMPTY_DICT) to scan(). A scanner that recognises
+ * the dict parses it whole, straight from the bytes, sets `value` to what stands for it on the stack,
+ * and returns the position after the dict's last opcode. It returns -1 to leave the dict to the generic
+ * path (anything unexpected, or the dict runs past `end`), and then it must have left the memo as it was.
+ */
+export interface DictScanner {
+  value: unknown;
+  scan(buf: Uint8Array, pos: number, end: number, memo: Memo, maxMemoIndex: number): number;
+  /** Told when a PUT overwrites memo slot `slot`, so that nothing it remembers of the slot goes stale. */
+  forget(slot: number): void;
 }
 
 export interface UnpickleLimits {
@@ -61,6 +76,9 @@ const REFUSED: Record<number, string> = {
   152: "READONLY_BUFFER",
 };
 
+/** Bytes of a new chunk joined to the leftover of the last one (see bridge()). */
+const BRIDGE_BYTES = 64 << 10;
+
 const utf8 = new TextDecoder("utf-8");
 const latin1 = new TextDecoder("latin1");
 const TWO_32 = 4294967296;
@@ -68,10 +86,11 @@ const TWO_32 = 4294967296;
 /** Marks on the value stack are positions kept in a separate array; this object is never a value. */
 export class Unpickler {
   private readonly hooks: UnpickleHooks;
+  private readonly scanner: DictScanner | null;
   private readonly limits: UnpickleLimits;
   private readonly totalBytes: number | null;
 
-  readonly memo: unknown[] = [];
+  readonly memo = new Memo();
   private readonly stack: unknown[] = [];
   private readonly marks: number[] = [];
 
@@ -91,9 +110,15 @@ export class Unpickler {
   opcodeCount = 0;
 
   constructor(
-    options: { hooks?: UnpickleHooks; limits?: Partial<UnpickleLimits>; totalBytes?: number } = {},
+    options: {
+      hooks?: UnpickleHooks;
+      scanner?: DictScanner;
+      limits?: Partial<UnpickleLimits>;
+      totalBytes?: number;
+    } = {},
   ) {
     this.hooks = options.hooks ?? {};
+    this.scanner = options.scanner ?? null;
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.totalBytes = options.totalBytes ?? null;
   }
@@ -112,6 +137,10 @@ export class Unpickler {
     this.pending.push(chunk);
     this.pendingBytes += chunk.length;
     if (this.pendingBytes < this.needBytes) return;
+    if (this.pending.length > 1 && chunk.length > BRIDGE_BYTES) {
+      this.bridge(chunk);
+      if (this.done || this.pendingBytes < this.needBytes) return;
+    }
     const buf = this.pending.length === 1 ? this.pending[0] : concat(this.pending, this.pendingBytes);
     const used = this.run(buf);
     this.baseOffset += used;
@@ -124,6 +153,32 @@ export class Unpickler {
     const rest = buf.subarray(used);
     this.pending = rest.length > 0 ? [rest] : [];
     this.pendingBytes = rest.length;
+  }
+
+  /**
+   * Crosses a chunk boundary without copying the whole new chunk: runs the leftover bytes joined to
+   * the start of `chunk` (the last pending piece), then leaves the rest of `chunk` pending on its own.
+   */
+  private bridge(chunk: Uint8Array): void {
+    const headBytes = this.pendingBytes - chunk.length;
+    const take = Math.min(chunk.length, Math.max(this.needBytes - headBytes, BRIDGE_BYTES));
+    this.pending[this.pending.length - 1] = chunk.subarray(0, take);
+    const joined = concat(this.pending, headBytes + take);
+    const used = this.run(joined);
+    this.baseOffset += used;
+    const after = chunk.length - take;
+    if (this.done) {
+      this.trailingBytes += joined.length - used + after;
+      this.pending = [];
+      this.pendingBytes = 0;
+    } else if (used >= headBytes) {
+      this.pending = [chunk.subarray(used - headBytes)];
+      this.pendingBytes = chunk.length - (used - headBytes);
+    } else {
+      // the opcode at the boundary needs more than the joined bytes: keep everything pending
+      this.pending = [joined.subarray(used), chunk.subarray(take)];
+      this.pendingBytes = joined.length - used + after;
+    }
   }
 
   /** Call after the last chunk. Returns the unpickled value or throws "truncated". */
@@ -169,10 +224,9 @@ export class Unpickler {
   }
 
   private memoGet(i: number, pos: number): unknown {
-    if (this.memo[i] === undefined) {
-      this.fail("corrupt", `memo get of slot ${i}, which was never stored`, pos);
-    }
-    return this.memo[i];
+    const v = this.memo.get(i);
+    if (v === undefined) this.fail("corrupt", `memo get of slot ${i}, which was never stored`, pos);
+    return v;
   }
 
   private memoPut(i: number, pos: number): void {
@@ -181,7 +235,8 @@ export class Unpickler {
     }
     const v = this.top(pos);
     if (v instanceof PyDict || v instanceof PyList) if (v.memo < 0) v.memo = i;
-    this.memo[i] = v;
+    if (i < this.memo.length) this.scanner?.forget(i);
+    this.memo.set(i, v);
   }
 
   private top(pos: number): unknown {
@@ -265,6 +320,7 @@ export class Unpickler {
     const marks = this.marks;
     const maxDepth = this.limits.maxStackDepth;
     const maxMemo = this.limits.maxMemoIndex;
+    const scanner = this.scanner;
     let pos = 0;
     let ops = 0;
     loop: for (;;) {
@@ -286,7 +342,7 @@ export class Unpickler {
             break loop;
           }
           const i = buf[pos + 1];
-          const v = memo[i];
+          const v = memo.get(i);
           if (v === undefined) this.memoGet(i, pos);
           stack.push(v);
           pos += 2;
@@ -299,7 +355,7 @@ export class Unpickler {
             break loop;
           }
           const i = u32(buf, pos + 1);
-          const v = memo[i];
+          const v = memo.get(i);
           if (v === undefined) this.memoGet(i, pos);
           stack.push(v);
           pos += 5;
@@ -390,6 +446,14 @@ export class Unpickler {
           continue;
         }
         case 0x7d: // EMPTY_DICT
+          if (scanner !== null) {
+            const next = scanner.scan(buf, pos, end, memo, maxMemo);
+            if (next >= 0) {
+              stack.push(scanner.value);
+              pos = next;
+              continue;
+            }
+          }
           stack.push(new PyDict());
           pos += 1;
           continue;
@@ -829,7 +893,7 @@ const INTERN_SLOTS = 4096;
 const internBytes: (Uint8Array | undefined)[] = new Array(INTERN_SLOTS);
 const internStrings: string[] = new Array(INTERN_SLOTS);
 
-function decodeUtf8(b: Uint8Array, p: number, n: number): string {
+export function decodeUtf8(b: Uint8Array, p: number, n: number): string {
   if (n > INTERN_MAX_BYTES) return utf8.decode(b.subarray(p, p + n));
   let h = n;
   let ascii = true;
