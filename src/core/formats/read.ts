@@ -141,9 +141,25 @@ async function unpickle(
   });
   assembler.attachMemo(u.memo);
   let lastPreview = Number.NEGATIVE_INFINITY; // the first slice gives a picture at once
+  // Where trace entries began (stream offset), to size the columns once from the bytes per entry.
+  let entriesFrom = -1;
+  let rowsFrom = 0;
+  let sized = false;
   for await (const chunk of chunks) {
     checkAborted(opts.signal);
     u.feed(chunk);
+    if (!sized && totalBytes !== null) {
+      if (entriesFrom < 0) {
+        if (assembler.stagedRows > 0) {
+          entriesFrom = u.offset;
+          rowsFrom = assembler.stagedRows;
+        }
+      } else if (u.offset > entriesFrom) {
+        const perByte = (assembler.stagedRows - rowsFrom) / (u.offset - entriesFrom);
+        assembler.expectRows(Math.ceil(assembler.stagedRows + perByte * (totalBytes - u.offset) * 1.1));
+        sized = true;
+      }
+    }
     opts.onProgress?.({ phase: "parsing", bytesDone: progressOf(), bytesTotal: progressTotal });
     if (opts.onPreview && performance.now() - lastPreview >= (opts.previewEveryMs ?? 250)) {
       opts.onPreview(assembler.preview(opts.previewBuckets ?? 800));

@@ -93,6 +93,16 @@ export class SnapshotAssembler implements EntrySink {
     return true;
   }
 
+  /** Trace entries staged so far. */
+  get stagedRows(): number {
+    return this.staging.length;
+  }
+
+  /** Sizes the staging columns for about `rows` entries in all (an estimate from the bytes read). */
+  expectRows(rows: number): void {
+    this.staging.reserve(rows);
+  }
+
   /** Memory over the trace entries read so far (a first picture while a big file loads). */
   preview(buckets: number): LoadPreview {
     return previewOf(this.staging, buckets);

@@ -1,7 +1,7 @@
 // Builds a SnapshotModel incrementally: interns strings, frames and stacks as they stream in and
 // appends rows to typed-array columns. The readers (pickle, JSON) and tests construct models with it.
 
-import { CHUNK_MASK, ChunkedColumn, Growable, type RowSet } from "./growable";
+import { Growable, type RowSet } from "./growable";
 import {
   type Annotation,
   BlockState,
@@ -77,22 +77,56 @@ const TRACE_COLUMNS = [
   "isWorkspace",
 ] as const;
 
-/** Append-only columns of one device's trace (or of rows staged before their device is known). */
+/**
+ * Append-only columns of one device's trace (or of rows staged before their device is known). The
+ * columns are contiguous, so a device whose rows are one run of staged rows gets views of them, not a
+ * copy: on a big file, writing fresh memory costs more than the parsing (each page is zeroed and faulted
+ * in), so every copy avoided counts. `reserve()` sizes them once from an estimate; growth copies.
+ */
 export class TraceColumns {
-  action = new ChunkedColumn(Uint8Array);
-  addr = new ChunkedColumn(Float64Array);
-  sizeBytes = new ChunkedColumn(Float64Array);
-  streamRaw = new ChunkedColumn(Float64Array);
-  stream = new ChunkedColumn(Int32Array);
-  timeUs = new ChunkedColumn(Float64Array);
-  stack = new ChunkedColumn(Int32Array);
-  deviceFreeBytes = new ChunkedColumn(Float64Array);
-  compileContext = new ChunkedColumn(Int32Array);
-  userMetadata = new ChunkedColumn(Int32Array);
-  category = new ChunkedColumn(Int32Array);
-  isWorkspace = new ChunkedColumn(Uint8Array);
+  length = 0;
+  private capacity = 0;
+  action = new Uint8Array(0);
+  addr = new Float64Array(0);
+  sizeBytes = new Float64Array(0);
+  streamRaw = new Float64Array(0);
+  stream = new Int32Array(0);
+  timeUs = new Float64Array(0);
+  stack = new Int32Array(0);
+  deviceFreeBytes = new Float64Array(0);
+  compileContext = new Int32Array(0);
+  userMetadata = new Int32Array(0);
+  category = new Int32Array(0);
+  isWorkspace = new Uint8Array(0);
 
-  /** Appends one row with a single chunk check for all twelve columns (the readers' hot path). */
+  /** Makes room for `rows` rows in all (an estimate; more rows still fit, by growing). */
+  reserve(rows: number): void {
+    if (rows > this.capacity) this.resize(rows);
+  }
+
+  private resize(capacity: number): void {
+    const n = this.length;
+    const grow = <T extends Float64Array | Int32Array | Uint8Array>(old: T, make: (n: number) => T): T => {
+      const next = make(capacity);
+      next.set(old.subarray(0, n) as never);
+      return next;
+    };
+    this.action = grow(this.action, (c) => new Uint8Array(c));
+    this.addr = grow(this.addr, (c) => new Float64Array(c));
+    this.sizeBytes = grow(this.sizeBytes, (c) => new Float64Array(c));
+    this.streamRaw = grow(this.streamRaw, (c) => new Float64Array(c));
+    this.stream = grow(this.stream, (c) => new Int32Array(c));
+    this.timeUs = grow(this.timeUs, (c) => new Float64Array(c));
+    this.stack = grow(this.stack, (c) => new Int32Array(c));
+    this.deviceFreeBytes = grow(this.deviceFreeBytes, (c) => new Float64Array(c));
+    this.compileContext = grow(this.compileContext, (c) => new Int32Array(c));
+    this.userMetadata = grow(this.userMetadata, (c) => new Int32Array(c));
+    this.category = grow(this.category, (c) => new Int32Array(c));
+    this.isWorkspace = grow(this.isWorkspace, (c) => new Uint8Array(c));
+    this.capacity = capacity;
+  }
+
+  /** Appends one row; returns its number. isWorkspace starts 0 (marked once the device lists are known). */
   pushRow(
     action: number,
     addr: number,
@@ -106,60 +140,48 @@ export class TraceColumns {
     userMetadata: number,
     category: number,
   ): number {
-    const row = this.action.length;
-    const i = row & CHUNK_MASK;
-    if (i === 0) for (const name of TRACE_COLUMNS) this[name].openChunk();
-    this.action.tail[i] = action;
-    this.addr.tail[i] = addr;
-    this.sizeBytes.tail[i] = sizeBytes;
-    this.streamRaw.tail[i] = streamRaw;
-    this.stream.tail[i] = stream;
-    this.timeUs.tail[i] = timeUs;
-    this.stack.tail[i] = stack;
-    this.deviceFreeBytes.tail[i] = deviceFreeBytes;
-    this.compileContext.tail[i] = compileContext;
-    this.userMetadata.tail[i] = userMetadata;
-    this.category.tail[i] = category;
-    // isWorkspace stays 0 (a new chunk is zeroed); marked later, once the device lists are known
-    const n = row + 1;
-    this.action.length = n;
-    this.addr.length = n;
-    this.sizeBytes.length = n;
-    this.streamRaw.length = n;
-    this.stream.length = n;
-    this.timeUs.length = n;
-    this.stack.length = n;
-    this.deviceFreeBytes.length = n;
-    this.compileContext.length = n;
-    this.userMetadata.length = n;
-    this.category.length = n;
-    this.isWorkspace.length = n;
+    const row = this.length;
+    if (row === this.capacity) this.resize(Math.max(4096, Math.ceil(this.capacity * 1.5)));
+    this.action[row] = action;
+    this.addr[row] = addr;
+    this.sizeBytes[row] = sizeBytes;
+    this.streamRaw[row] = streamRaw;
+    this.stream[row] = stream;
+    this.timeUs[row] = timeUs;
+    this.stack[row] = stack;
+    this.deviceFreeBytes[row] = deviceFreeBytes;
+    this.compileContext[row] = compileContext;
+    this.userMetadata[row] = userMetadata;
+    this.category[row] = category;
+    this.length = row + 1;
     return row;
   }
 
-  /**
-   * One table per device from the given rows, in the order given. Copies column by column and frees
-   * each staged column once copied, so the peak is the staged rows plus one column, not twice the rows.
-   */
+  /** One table per device from the given rows, in the order given: views for runs, copies for lists. */
   gatherAll(rowsByDevice: RowSet[]): TraceTable[] {
-    const tables = rowsByDevice.map(
-      (rows, device) => ({ device, length: "start" in rows ? rows.count : rows.length }) as TraceTable,
-    );
-    for (const name of TRACE_COLUMNS) {
-      const column = this[name] as ChunkedColumn<Float64Array | Int32Array | Uint8Array>;
-      rowsByDevice.forEach((rows, d) => {
-        (tables[d] as unknown as Record<string, unknown>)[name] = column.pick(rows);
-      });
-      column.release();
-    }
-    return tables;
+    return rowsByDevice.map((rows, device) => {
+      if ("start" in rows) return this.view(device, rows.start, rows.count);
+      const table = { device, length: rows.length } as Record<string, unknown>;
+      for (const name of TRACE_COLUMNS) table[name] = pick(this[name], rows);
+      return table as unknown as TraceTable;
+    });
   }
 
   finish(device: number): TraceTable {
-    const table = { device, length: this.action.length } as TraceTable;
-    for (const name of TRACE_COLUMNS) (table as unknown as Record<string, unknown>)[name] = this[name].all();
-    return table;
+    return this.view(device, 0, this.length);
   }
+
+  private view(device: number, start: number, count: number): TraceTable {
+    const table = { device, length: count } as Record<string, unknown>;
+    for (const name of TRACE_COLUMNS) table[name] = this[name].subarray(start, start + count);
+    return table as unknown as TraceTable;
+  }
+}
+
+function pick<T extends Float64Array | Int32Array | Uint8Array>(column: T, rows: ArrayLike<number>): T {
+  const out = new (column.constructor as { new (n: number): T })(rows.length);
+  for (let i = 0; i < rows.length; i++) out[i] = column[rows[i]];
+  return out;
 }
 
 export class ModelBuilder {
@@ -375,18 +397,20 @@ export class ModelBuilder {
   addTraceEntry(device: number, e: TraceEntryInput): void {
     const t = this.trace(device);
     const streamRaw = e.streamRaw ?? 0;
-    t.action.push(this.actionId(e.action));
-    t.addr.push(e.addr ?? Number.NaN);
-    t.sizeBytes.push(e.sizeBytes ?? 0);
-    t.streamRaw.push(streamRaw);
-    t.stream.push(this.streamNumber(streamRaw));
-    t.timeUs.push(e.timeUs ?? Number.NaN);
-    t.stack.push(e.stack ?? EMPTY_STACK);
-    t.deviceFreeBytes.push(e.deviceFreeBytes ?? Number.NaN);
-    t.compileContext.push(e.compileContext === undefined ? NO_STRING : this.internString(e.compileContext));
-    t.userMetadata.push(e.userMetadata === undefined ? NO_STRING : this.internString(e.userMetadata));
-    t.category.push(e.category === undefined ? NO_STRING : this.internString(e.category));
-    t.isWorkspace.push(e.isWorkspace ? 1 : 0);
+    const row = t.pushRow(
+      this.actionId(e.action),
+      e.addr ?? Number.NaN,
+      e.sizeBytes ?? 0,
+      streamRaw,
+      this.streamNumber(streamRaw),
+      e.timeUs ?? Number.NaN,
+      e.stack ?? EMPTY_STACK,
+      e.deviceFreeBytes ?? Number.NaN,
+      e.compileContext === undefined ? NO_STRING : this.internString(e.compileContext),
+      e.userMetadata === undefined ? NO_STRING : this.internString(e.userMetadata),
+      e.category === undefined ? NO_STRING : this.internString(e.category),
+    );
+    t.isWorkspace[row] = e.isWorkspace ? 1 : 0;
   }
 
   finish(source: SnapshotSource): SnapshotModel {

@@ -15,25 +15,21 @@ export interface LoadPreview {
 }
 
 export function previewOf(staging: TraceColumns, buckets: number): LoadPreview {
-  const n = staging.action.length;
+  const n = staging.length;
   const out = new Float64Array(Math.max(1, Math.min(buckets, n)));
   const perBucket = n / out.length;
   let running = 0;
   let lowest = 0;
-  let row = 0;
-  const sizes: Float64Array[] = [];
-  staging.sizeBytes.forEachChunk((c) => sizes.push(c));
-  staging.action.forEachChunk((actions, first, rows) => {
-    const size = sizes[first >>> 16];
-    for (let i = 0; i < rows; i++, row++) {
-      const a = actions[i];
-      if (a === Action.alloc) running += size[i];
-      else if (a === Action.free_completed) running -= size[i];
-      if (running < lowest) lowest = running;
-      const b = Math.min(out.length - 1, Math.floor(row / perBucket));
-      if (running > out[b] || row === Math.ceil(b * perBucket)) out[b] = running;
-    }
-  });
+  const actions = staging.action;
+  const sizes = staging.sizeBytes;
+  for (let row = 0; row < n; row++) {
+    const a = actions[row];
+    if (a === Action.alloc) running += sizes[row];
+    else if (a === Action.free_completed) running -= sizes[row];
+    if (running < lowest) lowest = running;
+    const b = Math.min(out.length - 1, Math.floor(row / perBucket));
+    if (running > out[b] || row === Math.ceil(b * perBucket)) out[b] = running;
+  }
   for (let b = 0; b < out.length; b++) out[b] -= lowest;
   return { entries: n, allocatedBytes: out, baselineBytes: lowest };
 }

@@ -119,7 +119,12 @@ export class TraceEntryScanner implements DictScanner {
   private memoStart = 0;
   private maxMemo = 0;
   private readonly undoSlots: number[] = [];
-  private readonly undoValues: unknown[] = [];
+  private readonly undoCodes: number[] = [];
+  /** Memo codes of the values this scanner stores over and over (see Memo). */
+  private consumedCode = 0;
+  private stackCodes = new Int32Array(1024);
+  private lastCodeString: string | null = null;
+  private lastStringCode = 0;
   /** The value readValue() / readString() found. */
   private num = 0;
   private str = "";
@@ -149,7 +154,7 @@ export class TraceEntryScanner implements DictScanner {
     this.maxMemo = maxMemoIndex;
     if (this.undoSlots.length > 0) {
       this.undoSlots.length = 0;
-      this.undoValues.length = 0;
+      this.undoCodes.length = 0;
     }
     this.p = pos + 1;
     const row = this.entry(buf, end, memo);
@@ -161,7 +166,8 @@ export class TraceEntryScanner implements DictScanner {
 
   /** Parses the entry after its EMPTY_DICT; returns its staged row, or -1. */
   private entry(buf: Uint8Array, end: number, memo: Memo): number {
-    if (this.store(buf, end, memo, CONSUMED) === -2) return -1;
+    if (this.consumedCode === 0) this.consumedCode = memo.code(CONSUMED);
+    if (this.store(buf, end, memo, this.consumedCode) === -2) return -1;
     if (this.next(buf, end) !== MARK) return -1;
     const keySlotId = this.keySlotId;
     const actionSlotId = this.actionSlotId;
@@ -188,6 +194,10 @@ export class TraceEntryScanner implements DictScanner {
       if (op === BINGET) {
         key = keySlotId[buf[p + 1]];
         if (key >= 0) p += 2;
+      } else if (op === LONG_BINGET) {
+        const slot = u32(buf, p + 1);
+        if (slot < SLOT_CACHE) key = keySlotId[slot];
+        if (key >= 0) p += 5;
       }
       if (key < 0) {
         this.p = p;
@@ -211,6 +221,10 @@ export class TraceEntryScanner implements DictScanner {
       } else if (key === K_ACTION && op === BINGET && actionSlotId[buf[p + 1]] >= 0) {
         action = actionSlotId[buf[p + 1]];
         p += 2;
+        continue;
+      } else if (key === K_ACTION && op === LONG_BINGET && actionIdAt(actionSlotId, u32(buf, p + 1)) >= 0) {
+        action = actionSlotId[u32(buf, p + 1)];
+        p += 5;
         continue;
       } else if (op === LONG1 && buf[p + 1] <= 6) {
         const n = buf[p + 1];
@@ -277,7 +291,7 @@ export class TraceEntryScanner implements DictScanner {
   }
 
   private bail(memo: Memo): number {
-    for (let i = this.undoSlots.length - 1; i >= 0; i--) memo.set(this.undoSlots[i], this.undoValues[i]);
+    for (let i = this.undoSlots.length - 1; i >= 0; i--) memo.setCode(this.undoSlots[i], this.undoCodes[i]);
     // Slots this scan added go away: so does what was learnt about them (the generic path relearns).
     const known = Math.min(memo.length, this.frameBySlot.length);
     if (this.memoStart < known) this.frameBySlot.fill(0, this.memoStart, known);
@@ -305,7 +319,7 @@ export class TraceEntryScanner implements DictScanner {
    * Stores `value` as the memo op at p says (MEMOIZE, BINPUT, LONG_BINPUT, or none). Returns the slot,
    * -1 when there is no memo op, -2 to bail (out of bytes, or a slot the generic path should judge).
    */
-  private store(buf: Uint8Array, end: number, memo: Memo, value: unknown): number {
+  private store(buf: Uint8Array, end: number, memo: Memo, code: number): number {
     const p = this.p;
     if (p >= end) return -2;
     const op = buf[p];
@@ -324,13 +338,13 @@ export class TraceEntryScanner implements DictScanner {
     } else return -1;
     if (slot === memo.length) {
       if (slot > this.maxMemo) return -2;
-      memo.push(value);
+      memo.pushCode(code);
     } else if (slot < memo.length) {
       if (slot < this.memoStart) {
         this.undoSlots.push(slot);
-        this.undoValues.push(memo.get(slot));
+        this.undoCodes.push(memo.codeAt(slot));
       }
-      memo.set(slot, value);
+      memo.setCode(slot, code);
       this.forget(slot);
     } else return -2;
     return slot;
@@ -365,7 +379,7 @@ export class TraceEntryScanner implements DictScanner {
     const s = decodeUtf8(buf, at, n);
     this.p = at + n;
     this.str = s;
-    this.strSlot = this.store(buf, end, memo, s);
+    this.strSlot = this.store(buf, end, memo, this.stringCode(memo, s));
     return this.strSlot !== -2;
   }
 
@@ -471,7 +485,7 @@ export class TraceEntryScanner implements DictScanner {
   /** Reads a frames list at p (its EMPTY_LIST) into `stackId`, memoising its StackRef; false to bail. */
   private readFramesList(buf: Uint8Array, end: number, memo: Memo): boolean {
     this.p++;
-    const slot = this.store(buf, end, memo, null);
+    const slot = this.store(buf, end, memo, 0);
     if (slot === -2) return false;
     let listStart = -1;
     if (this.next(buf, end) === MARK) {
@@ -520,9 +534,30 @@ export class TraceEntryScanner implements DictScanner {
     return this.endList(memo, slot, stack);
   }
 
+  /** The memo code of a str (a str that recurs, such as compile_context's, is registered once). */
+  private stringCode(memo: Memo, s: string): number {
+    if (s !== this.lastCodeString) {
+      this.lastCodeString = s;
+      this.lastStringCode = memo.code(s);
+    }
+    return this.lastStringCode;
+  }
+
+  /** The memo code of a stack's StackRef. */
+  private stackCode(memo: Memo, stack: number): number {
+    if (stack >= this.stackCodes.length) {
+      const grown = new Int32Array(Math.max(stack + 1, this.stackCodes.length * 2));
+      grown.set(this.stackCodes);
+      this.stackCodes = grown;
+    }
+    let code = this.stackCodes[stack];
+    if (code === 0) code = this.stackCodes[stack] = memo.code(this.sink.stackRef(stack));
+    return code;
+  }
+
   private endList(memo: Memo, slot: number, stack: number): boolean {
     this.stackId = stack;
-    if (slot >= 0) memo.set(slot, this.sink.stackRef(stack));
+    if (slot >= 0) memo.setCode(slot, this.stackCode(memo, stack));
     return true;
   }
 
@@ -620,7 +655,7 @@ export class TraceEntryScanner implements DictScanner {
   private readNewFrame(buf: Uint8Array, end: number, memo: Memo): number {
     this.p++;
     const d = new PyDict();
-    const slot = this.store(buf, end, memo, d);
+    const slot = this.store(buf, end, memo, memo.objectCode(d));
     if (slot === -2) return -2;
     d.memo = slot;
     if (this.next(buf, end) !== MARK) return -2;
@@ -670,6 +705,10 @@ function isTraceEntryStart(buf: Uint8Array, pos: number, end: number, memo: Memo
     buf[q + 6] === 0x6f && // o
     buf[q + 7] === 0x6e // n
   );
+}
+
+function actionIdAt(actionSlotId: Int16Array, slot: number): number {
+  return slot < SLOT_CACHE ? actionSlotId[slot] : -1;
 }
 
 function u32(b: Uint8Array, p: number): number {
