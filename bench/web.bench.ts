@@ -20,6 +20,7 @@
 //   BENCH_WEB_FILES=100,real,1000  which files (default all three); 100/1000 are generated if missing
 //   BENCH_WEB_RUNS=3               runs per file (the 1 GB file always gets 1)
 //   BENCH_WEB_ZOOM=1000,100,real   which files get the wheel-zoom measurement (default: all selected)
+//   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
 //   BENCH_WEB_PORT=0               port for scripts/serve.mjs (0: a free one)
 //   BENCH_WEB_VERBOSE=1            also print each run's data-state/data-busy transitions
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -34,6 +35,7 @@ const REAL = resolve(
   ROOT,
   "../shared/fixtures/real/kkaitlyn111__cs336-a2-systems__memory_ctx128_fullstep.pickle",
 );
+const SETTLE_MS = Number(process.env.BENCH_WEB_SETTLE_MS ?? 2000);
 const PIECE = 4 << 20; // src/ui/state/hash.ts hashes the file in 4 MiB pieces, then once over the digests
 
 const selected = (process.env.BENCH_WEB_FILES ?? "100,real,1000").split(",").map((s) => s.trim());
@@ -440,7 +442,9 @@ async function oneRun(
     await page.goto(url);
     await page.waitForFunction(() => !!document.body?.dataset.state, undefined, { timeout: 60_000 });
     sampler.start();
-    await new Promise((res) => setTimeout(res, 500)); // a baseline sample or two
+    // a baseline sample or two, and the time a person takes to pick a file (the page uses it to start
+    // and warm up a worker)
+    await new Promise((res) => setTimeout(res, SETTLE_MS));
     const nodeRss0 = process.memoryUsage().rss;
     const tCall = Date.now();
     await page.getByTestId("file-input").setInputFiles(spec.path, { timeout: 120_000 });

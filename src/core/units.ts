@@ -26,5 +26,26 @@ export function formatBytesSigned(bytes: number): string {
 /** Exact bytes with thousands separators, for hovers and reports: "1,048,576 bytes". */
 export function exactBytes(bytes: number): string {
   if (!Number.isFinite(bytes)) return "unknown";
-  return `${Math.round(bytes).toLocaleString("en-US")} bytes`;
+  return `${formatCount(bytes)} bytes`;
+}
+
+/** Exact bytes, short, for check details and report text: "1,048,576 B". */
+export function exactBytesShort(bytes: number): string {
+  return `${formatCount(bytes)} B`;
+}
+
+/**
+ * A whole number with thousands separators: 1234567 → "1,234,567" (as toLocaleString("en-US"), without
+ * Intl, whose first use costs tens of milliseconds in a fresh worker).
+ */
+export function formatCount(n: number): string {
+  if (!Number.isFinite(n)) return "—";
+  const whole = Math.round(Math.abs(n));
+  let head = String(whole);
+  let tail = "";
+  while (head.length > 3) {
+    tail = `,${head.slice(-3)}${tail}`;
+    head = head.slice(0, -3);
+  }
+  return `${n < 0 && whole !== 0 ? "-" : ""}${head}${tail}`;
 }

@@ -1,11 +1,7 @@
 // Number formatting for the views: binary units (KiB/MiB/GiB), exact bytes for title attributes,
 // durations on a µs axis. Pure functions, no DOM.
 
-export { exactBytes, formatBytes, formatBytesSigned } from "../core/units";
-
-export function formatCount(n: number): string {
-  return Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—";
-}
+export { exactBytes, formatBytes, formatBytesSigned, formatCount } from "../core/units";
 
 export function formatPercent(fraction: number, digits = 1): string {
   if (!Number.isFinite(fraction)) return "—";

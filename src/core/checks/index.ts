@@ -2,6 +2,7 @@
 // the snapshot's blocks (or segment fields) give, and what it is checked against.
 
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
+import { exactBytesShort } from "../units";
 
 export type CheckStatus = "pass" | "fail" | "skipped";
 export type CheckId =
@@ -44,7 +45,7 @@ export interface CheckOptions {
 /** Relative tolerance of snapshot-vs-peak. */
 export const PEAK_TOLERANCE = 0.02;
 
-const bytes = (n: number) => `${n.toLocaleString("en-US")} B`;
+const bytes = exactBytesShort;
 const mib = (n: number) => `${(n / 2 ** 20).toFixed(2)} MiB`;
 const both = (n: number) => `${mib(n)} (${bytes(n)})`;
 const hex = (n: number) => `0x${n.toString(16)}`;

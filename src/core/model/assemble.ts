@@ -9,7 +9,7 @@ import type { UnpickleHooks } from "../pickle/unpickler";
 import { describeValue, isSequence, PyDict, PyList, PySet, sequenceItems } from "../pickle/values";
 import { ModelBuilder, TraceColumns } from "./builder";
 import type { RowSet } from "./growable";
-import { type LoadPreview, previewOf } from "./preview";
+import { type LoadPreview, PreviewAccumulator } from "./preview";
 import { CONSUMED, type EntrySink, StackRef, StagedEntry, TraceEntryScanner } from "./trace-scanner";
 import {
   Action,
@@ -35,6 +35,7 @@ export class SnapshotAssembler implements EntrySink {
   readonly builder = new ModelBuilder();
   /** Trace rows in file order; each device list records which rows it holds. */
   private readonly staging = new TraceColumns();
+  private readonly previewRows = new PreviewAccumulator();
   private readonly stackRefs: StackRef[] = [];
   private frameScratch = new Int32Array(256);
   private memo = new Memo();
@@ -105,7 +106,8 @@ export class SnapshotAssembler implements EntrySink {
 
   /** Memory over the trace entries read so far (a first picture while a big file loads). */
   preview(buckets: number): LoadPreview {
-    return previewOf(this.staging, buckets);
+    this.previewRows.update(this.staging);
+    return this.previewRows.preview(buckets);
   }
 
   /** The unpickler's memo, so consumed values can be released from it. */

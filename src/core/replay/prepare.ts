@@ -10,6 +10,7 @@ import {
   type SnapshotModel,
   type TraceTable,
 } from "../model/types";
+import { exactBytesShort } from "../units";
 import { AddressMap } from "./addr-map";
 import {
   applySegmentEvent,
@@ -1187,7 +1188,7 @@ function categoryColumns(r: Replay): Float64Array[] {
   return cols;
 }
 
-const fmt = (b: number) => `${Math.round(b).toLocaleString("en-US")} B`;
+const fmt = exactBytesShort;
 
 function traceReplayCheckFor(
   device: number,

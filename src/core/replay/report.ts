@@ -2,6 +2,7 @@
 // and the totals at one event (`memscope report FILE --at EVENT --json`).
 
 import type { CountersSidecar, SnapshotModel } from "../model/types";
+import { exactBytesShort } from "../units";
 import { compositionAt, type SiteShare } from "./peak";
 import { prepareReplay } from "./prepare";
 import { fragmentationAt, oomSummaries, stateAt } from "./state";
@@ -157,7 +158,7 @@ function countersPeak(counters: CountersSidecar | null): number | null {
   return typeof v === "number" && Number.isFinite(v) ? v : null;
 }
 
-const fmt = (b: number) => `${Math.round(b).toLocaleString("en-US")} B`;
+const fmt = exactBytesShort;
 
 /** Combines per-device trace-replay results into one check. */
 export function combineTraceReplayChecks(replays: Iterable<Replay>): CheckResult {

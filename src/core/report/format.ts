@@ -14,6 +14,4 @@ export function formatDeltaMiB(bytes: number): string {
 }
 
 /** `1,234,567 B` */
-export function formatBytes(bytes: number): string {
-  return `${bytes.toLocaleString("en-US")} B`;
-}
+export { exactBytesShort as formatBytes } from "../units";

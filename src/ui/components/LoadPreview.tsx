@@ -3,7 +3,7 @@
 
 import { useEffect, useRef } from "react";
 import type { LoadPreview as Preview } from "../../core/model/preview";
-import { formatBytes } from "../../core/units";
+import { formatBytes, formatCount } from "../../core/units";
 
 const WIDTH_CSS_PX = 640;
 const HEIGHT_CSS_PX = 120;
@@ -36,7 +36,7 @@ export function LoadPreview({ preview }: { preview: Preview }) {
     <figure className="load-preview" data-testid="load-preview" data-entries={preview.entries}>
       <canvas ref={canvas} style={{ width: WIDTH_CSS_PX, height: HEIGHT_CSS_PX }} />
       <figcaption>
-        Memory over the first {preview.entries.toLocaleString("en-US")} trace entries read so far (up to{" "}
+        Memory over the first {formatCount(preview.entries)} trace entries read so far (up to{" "}
         {formatBytes(maxBytes)} above where the trace began; requested bytes). The full timeline, by category,
         appears when the file is read.
       </figcaption>

@@ -9,7 +9,7 @@
 
 import { create } from "zustand";
 import type { CompareAnswer, ReplayFacts, XAxis } from "../../../workers/api";
-import { askRoot, freshWorker, onWorkerCrash, type Side } from "./client";
+import { askRoot, freshWorker, onWorkerCrash, prewarmWhenIdle, type Side } from "./client";
 import { checkUrl, DownloadError, download, nameOfUrl } from "./download";
 import { canHash, contentHash } from "./hash";
 import { tracked } from "./idle";
@@ -172,6 +172,8 @@ function setPageState(): void {
   if (document.title !== title) document.title = title;
 }
 
+prewarmWhenIdle(); // the first file opens in a worker that has already started
+
 export const useApp = create<AppState>()((set, get) => {
   /** Opens one file into a side; then its hash (dropped files) and the link check. */
   async function openInto(side: Side, file: Blob, name: string, counters: File | null, source: Source) {
@@ -182,6 +184,7 @@ export const useApp = create<AppState>()((set, get) => {
       const h = await contentHash(file, { stale: () => s.getState().generation !== generation });
       if (h && s.getState().generation === generation) s.setState({ contentHash: h });
     }
+    prewarmWhenIdle(); // a started worker for the next file
     return ok;
   }
 

@@ -5,13 +5,16 @@
 // Memory: `freshWorker()` terminates the worker (and with it every model it held) before a file is opened
 // on its own, so a file replaced by the next one is released at once, whatever the previous one left.
 //
+// Speed: a spare worker is started while the page is idle (`prewarm()`), so opening a file does not
+// wait for a worker to start.
+//
 // Offline: in the built site the worker's script is fetched once at start-up and every worker is started
 // from that copy (a blob: URL), so a page that has loaded keeps working without the network.
 
 import * as Comlink from "comlink";
 import type { MemscopeApi, WorkerApi } from "../../../workers/api";
 import workerUrl from "../../../workers/memscope.worker.ts?worker&url";
-import { beginWork, endWork } from "./idle";
+import { beginWork, endWork, workPending } from "./idle";
 
 export type Side = 0 | 1;
 type SideApi = Comlink.Remote<MemscopeApi>;
@@ -64,9 +67,8 @@ export function workerScript(): Promise<string> {
   return script;
 }
 
-async function spawn(): Promise<Instance> {
+async function create(): Promise<Instance> {
   const url = await workerScript();
-  if (current) return current;
   const worker = new Worker((policy ? policy.createScriptURL(url) : url) as string, {
     type: "module",
     name: "memscope",
@@ -86,14 +88,61 @@ async function spawn(): Promise<Instance> {
       for (const fn of endListeners) fn(reason);
     }
   });
-  current = inst;
   return inst;
+}
+
+/** A started worker with nothing open, ready for the next file (starting one costs ≈ 0.1 s). */
+let spare: Promise<Instance> | null = null;
+
+/** Starts a spare worker if there is none; call when the page is idle. */
+export function prewarm(): void {
+  if (spare) return;
+  // Never beside a load or a query: two workers would share the CPU. Try again later.
+  if (workPending() || spawning) {
+    setTimeout(prewarmWhenIdle, 1000);
+    return;
+  }
+  const p = create();
+  spare = p;
+  p.then(warmUp, () => {
+    if (spare === p) spare = null;
+  });
+}
+
+/** The demo snapshot's bytes (fetched once from the site itself), or null where it cannot be had. */
+let demoBytes: Promise<Uint8Array | null> | null = null;
+
+/**
+ * Has a spare worker open the demo a few dozen times (≈ 0.2 s while the page is idle): a fresh worker
+ * parses its first 100 MB ≈ 20% slower while its code is still being compiled.
+ */
+async function warmUp(inst: Instance): Promise<void> {
+  demoBytes ??= fetch(new URL("demo.pickle", document.baseURI))
+    .then(async (r) => (r.ok ? new Uint8Array(await r.arrayBuffer()) : null))
+    .catch(() => null);
+  const bytes = await demoBytes;
+  if (!bytes || current === inst) return;
+  inst.root.warmUp(bytes, WARM_UP_ROUNDS).catch(() => undefined);
+}
+
+const WARM_UP_ROUNDS = 40;
+
+/** prewarm() once the page has nothing else to do (after start-up, after a file has loaded). */
+export function prewarmWhenIdle(): void {
+  if (typeof requestIdleCallback === "function") requestIdleCallback(prewarm, { timeout: 2000 });
+  else setTimeout(prewarm, 200);
 }
 
 let spawning: Promise<Instance> | null = null;
 async function instance(): Promise<Instance> {
   if (current) return current;
-  spawning ??= spawn().finally(() => {
+  spawning ??= (async () => {
+    const next = spare ?? create();
+    spare = null;
+    const inst = await next;
+    current ??= inst;
+    return current;
+  })().finally(() => {
     spawning = null;
   });
   return spawning;

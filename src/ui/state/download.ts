@@ -2,6 +2,8 @@
 // progress, and an error that says what went wrong (HTTP status, or a request the browser refused —
 // unreachable, or a server that does not allow this page to read it: CORS).
 
+import { formatCount } from "../../core/units";
+
 export interface DownloadProgress {
   bytesDone: number;
   /** 0 when the server did not say (no Content-Length). */
@@ -89,7 +91,7 @@ export async function download(
   } catch (e) {
     if (signal.aborted) throw e;
     throw new DownloadError(
-      `The download of ${shown} broke off after ${done.toLocaleString("en-US")} bytes: ${e instanceof Error ? e.message : String(e)}`,
+      `The download of ${shown} broke off after ${formatCount(done)} bytes: ${e instanceof Error ? e.message : String(e)}`,
     );
   }
   onProgress({ bytesDone: done, bytesTotal: done });

@@ -29,6 +29,11 @@ export function endWork(): void {
   });
 }
 
+/** Whether any worker request (or other tracked work) is in flight. */
+export function workPending(): boolean {
+  return pending > 0;
+}
+
 /** Runs `fn` counted as work, for anything asynchronous the page waits on. */
 export async function tracked<T>(fn: () => Promise<T>): Promise<T> {
   beginWork();
