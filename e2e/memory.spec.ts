@@ -1,7 +1,8 @@
 // Files opened one after another do not pile up: the page ends the worker that held the previous file
 // (client.ts: freshWorker) and starts a new one, so its model goes with it. Measured with the DevTools
 // protocol: every worker's and the page's JS heap plus ArrayBuffer backing stores, after a forced GC,
-// over 20 loads of a ~100 MB snapshot; and no more than one worker is alive at a time.
+// over 20 loads of a ~100 MB snapshot; and no more than two workers are alive at a time (the one that
+// holds the file, and a spare with nothing open, started for the next file).
 
 import { execFileSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
@@ -70,7 +71,8 @@ test.describe("memory", () => {
       await waitIdle(page);
       await expect(page.getByTestId("summary-file")).toHaveText("e2e-big100.pickle");
       samples.push(await probe.measure());
-      expect(samples[i].count, "live workers after a load").toBe(1);
+      // the worker that holds the file, and at most one spare started for the next (client.ts: prewarm)
+      expect(samples[i].count, "live workers after a load").toBeLessThanOrEqual(2);
     }
     const mb = (b: number) => (b / 1e6).toFixed(1);
     console.log(

@@ -343,8 +343,8 @@ export interface WorkerApi {
   /** `base` is the side compared against (A); the other is B. Both must be open. */
   compare(base: 0 | 1): Promise<CompareAnswer>;
   /**
-   * Opens a small snapshot (the demo) `rounds` times and forgets it, so that the parser, attribution and
-   * replay are compiled before the user's file arrives. Stops at once when a side opens a file.
+   * Opens a small snapshot (workers/warm-up.ts) `rounds` times and forgets it, so that the parser,
+   * attribution and replay are compiled before the user's file arrives. Stops when a side opens a file.
    */
-  warmUp(bytes: Uint8Array, rounds: number): Promise<void>;
+  warmUp(rounds: number): Promise<void>;
 }

@@ -70,9 +70,10 @@ export class Engine {
     try {
       const model = await readSnapshot(blobByteSource(file, name), {
         signal: abort.signal,
-        // 16 MiB slices (each read is a round trip to the browser's file reader; the next one is read
-        // while this one is parsed). The first picture (onPreview) comes after the first slice.
-        chunkBytes: 16 << 20,
+        // A 4 MiB first slice (the first picture, onPreview, comes after it), then 16 and 64 MiB: each
+        // read is a round trip to the browser's file reader, and the next is read during this one's parse.
+        chunkBytes: 4 << 20,
+        maxChunkBytes: 64 << 20,
         onProgress: (p) => {
           last = p;
           const now = performance.now();

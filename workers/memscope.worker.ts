@@ -8,6 +8,7 @@ import * as Comlink from "comlink";
 import type { MemscopeApi, WorkerApi } from "./api";
 import { compareEngines } from "./compare";
 import { Engine } from "./engine";
+import { warmUpSnapshot } from "./warm-up";
 
 function sideApi(engine: Engine): MemscopeApi {
   return {
@@ -75,7 +76,8 @@ const sides = engines.map((e) => Comlink.proxy(sideApi(e)));
 /** Set once a side has been asked to open a file: warm-up yields to it. */
 let inUse = false;
 
-async function warmUp(bytes: Uint8Array, rounds: number): Promise<void> {
+async function warmUp(rounds: number): Promise<void> {
+  const bytes = warmUpSnapshot();
   for (let i = 0; i < rounds && !inUse; i++) {
     const engine = new Engine();
     const r = await engine.open(new Blob([bytes as Uint8Array<ArrayBuffer>]), "warm-up.pickle");

@@ -21,6 +21,8 @@ export interface ReadProgress {
 export interface ReadOptions {
   /** Slice size; tests shrink it to exercise chunk boundaries. */
   chunkBytes?: number;
+  /** Slices after the first grow fourfold up to this (default: all slices are `chunkBytes`). */
+  maxChunkBytes?: number;
   onProgress?: (p: ReadProgress) => void;
   /** Called at most every `previewEveryMs` while parsing, with memory over the entries read so far. */
   onPreview?: (p: LoadPreview) => void;
@@ -205,7 +207,7 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
   const assembler = new SnapshotAssembler();
   const notes: string[] = [];
   const read = { bytes: 0 };
-  const fileChunks = counting(readChunks(src, chunkBytes), read);
+  const fileChunks = counting(readChunks(src, chunkBytes, opts.maxChunkBytes ?? chunkBytes), read);
   try {
     let root: unknown;
     let protocol: number | null = null;

@@ -109,23 +109,16 @@ export function prewarm(): void {
   });
 }
 
-/** The demo snapshot's bytes (fetched once from the site itself), or null where it cannot be had. */
-let demoBytes: Promise<Uint8Array | null> | null = null;
-
 /**
- * Has a spare worker open the demo a few dozen times (≈ 0.2 s while the page is idle): a fresh worker
- * parses its first 100 MB ≈ 20% slower while its code is still being compiled.
+ * Has a spare worker open a small snapshot a few dozen times (≈ 0.5 s while the page is idle): a fresh
+ * worker reads its first 100 MB ≈ 20% slower while its code is still being compiled.
  */
-async function warmUp(inst: Instance): Promise<void> {
-  demoBytes ??= fetch(new URL("demo.pickle", document.baseURI))
-    .then(async (r) => (r.ok ? new Uint8Array(await r.arrayBuffer()) : null))
-    .catch(() => null);
-  const bytes = await demoBytes;
-  if (!bytes || current === inst) return;
-  inst.root.warmUp(bytes, WARM_UP_ROUNDS).catch(() => undefined);
+function warmUp(inst: Instance): void {
+  if (current === inst) return;
+  inst.root.warmUp(WARM_UP_ROUNDS).catch(() => undefined);
 }
 
-const WARM_UP_ROUNDS = 40;
+const WARM_UP_ROUNDS = 30;
 
 /** prewarm() once the page has nothing else to do (after start-up, after a file has loaded). */
 export function prewarmWhenIdle(): void {
