@@ -12,7 +12,7 @@ import type { CompareAnswer, ReplayFacts, XAxis } from "../../../workers/api";
 import { askRoot, freshWorker, onWorkerCrash, prewarmWhenIdle, type Side } from "./client";
 import { checkUrl, DownloadError, download, nameOfUrl } from "./download";
 import { canHash, contentHash } from "./hash";
-import { tracked } from "./idle";
+import { nextPaint, tracked } from "./idle";
 import type { LinkState } from "./link";
 import { clampView, fullView, onUserView, type Source, sides, type TimelineView } from "./store";
 
@@ -181,6 +181,8 @@ export const useApp = create<AppState>()((set, get) => {
     const ok = await s.getState().open(file, name, { counters, source });
     if (ok && source.kind === "file" && canHash()) {
       const generation = s.getState().generation;
+      // the hash reads the whole file again: let the timeline draw first
+      await nextPaint(1500);
       const h = await contentHash(file, { stale: () => s.getState().generation !== generation });
       if (h && s.getState().generation === generation) s.setState({ contentHash: h });
     }

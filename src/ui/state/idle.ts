@@ -43,3 +43,25 @@ export async function tracked<T>(fn: () => Promise<T>): Promise<T> {
     endWork();
   }
 }
+
+// The timeline's first drawing of a newly opened file: work that can wait (the content hash for share
+// links reads the whole file again) waits for it, so as not to share the CPU with the first picture.
+let painted: (() => void)[] = [];
+
+/** Called by the timeline each time it draws data. */
+export function notePainted(): void {
+  const waiting = painted;
+  painted = [];
+  for (const fn of waiting) fn();
+}
+
+/** Resolves at the timeline's next drawing, or after `timeoutMs` (a file without a trace has none). */
+export function nextPaint(timeoutMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    painted.push(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -16,6 +16,7 @@ import { Canvas, type CanvasHandle, type DrawFn, themeColors } from "../../compo
 import { CompactStack, firstSentence, StackList } from "../../components/StackList";
 import { formatBytes, formatCount, formatDurationUs } from "../../format";
 import { alignViews, anchorOf, linkedExtent, useApp } from "../../state/app";
+import { notePainted } from "../../state/idle";
 import { clampView, fullView, type SideStore, sides, type TimelineView, useSide } from "../../state/store";
 import { Overview } from "./Overview";
 import { makePlot, type Plot, pxToX, xTicks, xToPx, yTicks, yToPx } from "./scales";
@@ -199,6 +200,7 @@ export function Timeline() {
         dimCategory: highlightCategory ? categories.findIndex((c) => c.name === highlightCategory) : -1,
         ghostX,
       });
+      notePainted();
     },
     [
       plot,
