@@ -57,6 +57,8 @@ test.describe("opening a snapshot", () => {
     await page.getByTestId("file-input").setInputFiles(real(file));
     await waitIdle(page);
     await expectSummaryEqualsInspect(page, file);
+    // the slices came from the second worker that reads while this one parses (workers/parallel-reader.ts)
+    await expect(page.getByTestId("summary-read")).toHaveAttribute("data-read-by", "parallel");
     expect(errors).toEqual([]);
   });
 

@@ -60,6 +60,8 @@ export interface Summary {
   allocatorSettings: Record<string, unknown> | null;
   /** Read + analysis time in the worker. */
   readMs: number;
+  /** Who read the file's slices: a second worker while this one parsed ("parallel"), or this one. */
+  readBy: "parallel" | "direct";
   analyseMs: number;
   /** What part of the analysis failed, if any; the summary is still shown. */
   analysisErrors: string[];

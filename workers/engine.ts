@@ -2,7 +2,6 @@
 // band ranks). Pure TypeScript with no worker globals, so vitest or Node can drive it directly.
 
 import { type Attribution, attribute } from "../src/core/attribution/index";
-import { blobByteSource } from "../src/core/formats/byte-source";
 import { SnapshotReadError } from "../src/core/formats/errors";
 import { type ReadProgress, readSnapshot } from "../src/core/formats/read";
 import { BLOCK_STATE_NAMES, type CountersSidecar, type SnapshotModel } from "../src/core/model/types";
@@ -33,6 +32,7 @@ import type {
   TimelineQuery,
 } from "./api";
 import { computeBands, stackRanks } from "./bands";
+import { type ParallelSource, parallelBlobSource } from "./parallel-reader";
 import { buildPanelReport, buildReplayReport } from "./report-adapter";
 import { emptyStackReason, fullStack, stackView } from "./stacks";
 import { summarize } from "./summary";
@@ -67,13 +67,16 @@ export class Engine {
     const t0 = performance.now();
     let lastReport = 0;
     let last: ReadProgress | null = null;
+    let reader: ParallelSource | null = null;
     try {
-      const model = await readSnapshot(blobByteSource(file, name), {
+      reader = parallelBlobSource(file, name);
+      const model = await readSnapshot(reader.source, {
         signal: abort.signal,
-        // A 4 MiB first slice (the first picture, onPreview, comes after it), then 16 and 64 MiB: each
-        // read is a round trip to the browser's file reader, and the next is read during this one's parse.
+        // A 4 MiB first slice (the first picture, onPreview, comes after it), then 16 MiB ones, two of
+        // them being read (by the reader worker) while one is parsed.
         chunkBytes: 4 << 20,
-        maxChunkBytes: 64 << 20,
+        maxChunkBytes: 16 << 20,
+        readAhead: 2,
         onProgress: (p) => {
           last = p;
           const now = performance.now();
@@ -106,7 +109,7 @@ export class Engine {
         errors.push(`Attribution failed: ${e instanceof Error ? e.message : String(e)}`);
       }
       const analyseMs = performance.now() - t1;
-      this.summary = summarize(model, readMs, analyseMs, errors);
+      this.summary = summarize(model, readMs, analyseMs, errors, reader.parallel() ? "parallel" : "direct");
       return { ok: true, summary: this.summary };
     } catch (e) {
       this.close();
@@ -117,6 +120,7 @@ export class Engine {
       const message = e instanceof Error ? e.message : String(e);
       return { ok: false, cancelled: false, message: `${name} could not be read: ${message}` };
     } finally {
+      reader?.close();
       if (this.abort === abort) this.abort = null;
     }
   }

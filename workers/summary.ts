@@ -10,6 +10,7 @@ export function summarize(
   readMs: number,
   analyseMs: number,
   analysisErrors: string[],
+  readBy: Summary["readBy"] = "direct",
 ): Summary {
   const core = coreSummarize(model);
   const seg = model.segments;
@@ -64,6 +65,7 @@ export function summarize(
     annotations: model.annotations.length,
     allocatorSettings: model.allocatorSettings,
     readMs,
+    readBy,
     analyseMs,
     analysisErrors,
   };

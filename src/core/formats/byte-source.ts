@@ -25,28 +25,33 @@ export function blobByteSource(blob: Blob, name: string): ByteSource {
 
 /**
  * Yields the source's bytes in slices: the first of `chunkBytes`, each next one four times the last, up
- * to `maxChunkBytes` (a small first slice gives a first picture soon; big ones cost fewer round trips
- * to a browser's file reader). The next slice is already being read while the caller parses this one.
+ * to `maxChunkBytes` (a small first slice gives a first picture soon). `readAhead` slices are already
+ * being read while the caller parses this one.
  */
 export async function* readChunks(
   src: ByteSource,
   chunkBytes: number,
   maxChunkBytes = chunkBytes,
+  readAhead = 1,
 ): AsyncGenerator<Uint8Array> {
   let size = chunkBytes;
-  const readAt = (offset: number, length: number): Promise<Uint8Array> | null => {
-    if (offset >= src.sizeBytes) return null;
-    const p = src.read(offset, Math.min(length, src.sizeBytes - offset));
-    p.catch(() => undefined); // an abandoned read-ahead must not be an unhandled rejection
-    return p;
-  };
   let offset = 0;
-  let next = readAt(0, size);
-  while (next !== null) {
-    const current = await next;
-    offset += current.length;
-    size = Math.min(maxChunkBytes, size * 4);
-    next = current.length > 0 ? readAt(offset, size) : null;
+  const queue: Promise<Uint8Array>[] = [];
+  const fill = () => {
+    while (queue.length <= readAhead && offset < src.sizeBytes) {
+      const length = Math.min(size, src.sizeBytes - offset);
+      const p = src.read(offset, length);
+      p.catch(() => undefined); // an abandoned read-ahead must not be an unhandled rejection
+      queue.push(p);
+      offset += length;
+      size = Math.min(maxChunkBytes, size * 4);
+    }
+  };
+  fill();
+  while (queue.length > 0) {
+    const current = await (queue.shift() as Promise<Uint8Array>);
+    if (current.length === 0) return; // the source ended early (a file cut short while open)
+    fill();
     yield current;
   }
 }

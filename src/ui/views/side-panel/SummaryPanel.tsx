@@ -58,7 +58,15 @@ export function SummaryPanel() {
         </div>
         <div>
           <dt>Read in</dt>
-          <dd>
+          <dd
+            data-testid="summary-read"
+            data-read-by={s.readBy}
+            title={
+              s.readBy === "parallel"
+                ? "The file's slices were read by a second worker while this one parsed"
+                : "The file was read and parsed by one worker"
+            }
+          >
             {(s.readMs / 1000).toFixed(2)} s
             {s.readMs > 0 ? ` (${(s.byteLength / 1e3 / s.readMs).toFixed(0)} MB/s)` : ""}
           </dd>
