@@ -68,7 +68,7 @@ export function SummaryPanel() {
             }
           >
             {(s.readMs / 1000).toFixed(2)} s
-            {s.readMs > 0 ? ` (${(s.byteLength / 1e3 / s.readMs).toFixed(0)} MB/s)` : ""}
+            {s.readMs > 0 ? ` (${mbPerS(s.byteLength / 1e3 / s.readMs)} MB/s)` : ""}
           </dd>
         </div>
       </dl>
@@ -138,4 +138,9 @@ export function SummaryPanel() {
       )}
     </section>
   );
+}
+
+/** MB/s with the digits it deserves: "0.45", "3.2", "122". */
+function mbPerS(v: number): string {
+  return v < 1 ? v.toFixed(2) : v < 10 ? v.toFixed(1) : v.toFixed(0);
 }
