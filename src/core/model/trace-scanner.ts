@@ -107,7 +107,7 @@ const V_STACK = 5;
 /** Memo slots beyond this are looked up in the memo itself (bounds the map at 64 MiB). */
 const MAX_FRAME_SLOTS = 1 << 24;
 
-/** Memo slots below this remember which key (or action) their string is, checked by identity. */
+/** Memo slots below this remember which key (or action) their str is (see keySlotId). */
 const SLOT_CACHE = 1 << 16;
 
 export class TraceEntryScanner implements DictScanner {
