@@ -48,6 +48,8 @@ const realFiles = HAVE_REAL
       .sort()
   : [];
 
+if (!HAVE_REAL) console.warn(`trace scanner real-file tests skipped: ${REAL_DIR} is absent`);
+
 describe.skipIf(!HAVE_REAL)("trace scanner on real files", () => {
   for (const file of realFiles) {
     it(`${file}: the fast path gives the generic path's model`, () => {

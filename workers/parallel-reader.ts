@@ -4,7 +4,7 @@
 // reading the next slice overlaps parsing this one (on a 1 GB file, reading alone costs Chromium ≈ 2.5 s).
 // Where a worker cannot start one (Node, tests, a stricter policy), reads go straight to the Blob.
 
-import type { ByteSource } from "../src/core/formats/byte-source";
+import { type ByteSource, blobByteSource } from "../src/core/formats/byte-source";
 
 /**
  * The reader's whole program: read the asked slices one after another (in the order asked, so that the
@@ -35,13 +35,6 @@ export interface ParallelSource {
   /** Whether every slice so far came from the reader worker. */
   parallel(): boolean;
   close(): void;
-}
-
-function directRead(blob: Blob, offset: number, length: number): Promise<Uint8Array> {
-  return blob
-    .slice(offset, offset + length)
-    .arrayBuffer()
-    .then((b) => new Uint8Array(b));
 }
 
 interface TrustedTypesLike {
@@ -115,11 +108,12 @@ export function parallelBlobSource(blob: Blob, name: string): ParallelSource {
   if (shared === undefined) shared = startReader();
   const r = shared;
   const mine = new Set<number>();
+  const directly = blobByteSource(blob, name);
   let direct = !r;
   const read = (offset: number, length: number): Promise<Uint8Array> => {
     if (!r || r.failed) {
       direct = true;
-      return directRead(blob, offset, length);
+      return directly.read(offset, length);
     }
     return new Promise((resolve, reject) => {
       const id = r.nextId++;
@@ -137,7 +131,7 @@ export function parallelBlobSource(blob: Blob, name: string): ParallelSource {
         retry: () => {
           done();
           direct = true;
-          directRead(blob, offset, length).then(resolve, reject);
+          directly.read(offset, length).then(resolve, reject);
         },
       });
       r.worker.postMessage({ id, blob, offset, length });

@@ -7,8 +7,7 @@ import { SnapshotReadError } from "../formats/errors";
 import { Memo } from "../pickle/memo";
 import type { UnpickleHooks } from "../pickle/unpickler";
 import { describeValue, isSequence, PyDict, PyList, PySet, sequenceItems } from "../pickle/values";
-import { ModelBuilder, TraceColumns } from "./builder";
-import type { RowSet } from "./growable";
+import { ModelBuilder, type RowSet, TraceColumns } from "./builder";
 import { type LoadPreview, PreviewAccumulator } from "./preview";
 import { CONSUMED, type EntrySink, StackRef, StagedEntry, TraceEntryScanner } from "./trace-scanner";
 import {
@@ -28,8 +27,6 @@ const KNOWN_TOP_KEYS = new Set([
   "host_segments",
   "host_traces",
 ]);
-
-export { StackRef };
 
 export class SnapshotAssembler implements EntrySink {
   readonly builder = new ModelBuilder();
@@ -82,7 +79,7 @@ export class SnapshotAssembler implements EntrySink {
         item.row = this.stageTraceEntry(item);
       }
       list.addRow(item.row);
-      if (item.memo >= 0) this.memo.set(item.memo, CONSUMED);
+      if (item.memo >= 0) this.memo.set(item.memo, CONSUMED, true);
       return true;
     },
   };
@@ -143,7 +140,7 @@ export class SnapshotAssembler implements EntrySink {
       id = this.internFrames(items, 0, items.length);
     }
     const ref = this.stackRef(id);
-    if (value instanceof PyList && value.memo >= 0) this.memo.set(value.memo, ref);
+    if (value instanceof PyList && value.memo >= 0) this.memo.set(value.memo, ref, true);
     return ref;
   }
 

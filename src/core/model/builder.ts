@@ -1,7 +1,7 @@
 // Builds a SnapshotModel incrementally: interns strings, frames and stacks as they stream in and
 // appends rows to typed-array columns. The readers (pickle, JSON) and tests construct models with it.
 
-import { Growable, type RowSet } from "./growable";
+import { Growable } from "./growable";
 import {
   type Annotation,
   BlockState,
@@ -61,6 +61,9 @@ const BLOCK_STATES: Record<string, number> = {
   // The docstring's spelling; real files use active_pending_free.
   active_awaiting_free: BlockState.active_pending_free,
 };
+
+/** Rows to take from staged columns: a list of row numbers, or a run of consecutive rows. */
+export type RowSet = ArrayLike<number> | { readonly start: number; readonly count: number };
 
 const TRACE_COLUMNS = [
   "action",

@@ -1,5 +1,5 @@
-// Append-only typed-array columns that grow by half when full (bounding the slack to 50% for the
-// multi-million-row trace columns); `trim()` returns an exact-length copy, `release()` drops the data.
+// Append-only typed-array columns that grow by half when full (frames, stacks, segments, blocks, the
+// preview's blocks); `trim()` returns an exact-length copy, `release()` drops the data.
 
 type TypedArray = Float64Array | Int32Array | Uint8Array;
 type TypedArrayCtor<T extends TypedArray> = { new (length: number): T };
@@ -35,6 +35,3 @@ export class Growable<T extends TypedArray> {
     return this.data.slice(0, this.length) as T;
   }
 }
-
-/** Rows to take from staged columns: a list of row numbers, or a run of consecutive rows. */
-export type RowSet = ArrayLike<number> | { readonly start: number; readonly count: number };

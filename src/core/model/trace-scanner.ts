@@ -7,7 +7,7 @@
 
 import type { Memo } from "../pickle/memo";
 import type { DictScanner } from "../pickle/unpickler";
-import { decodeLong, decodeUtf8 } from "../pickle/unpickler";
+import { decodeLong, decodeUtf8, u32 } from "../pickle/unpickler";
 import { PyDict, PyList } from "../pickle/values";
 import type { ModelBuilder } from "./builder";
 import { StackBytesCache } from "./stack-bytes-cache";
@@ -709,8 +709,4 @@ function isTraceEntryStart(buf: Uint8Array, pos: number, end: number, memo: Memo
 
 function actionIdAt(actionSlotId: Int16Array, slot: number): number {
   return slot < SLOT_CACHE ? actionSlotId[slot] : -1;
-}
-
-function u32(b: Uint8Array, p: number): number {
-  return (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16) | (b[p + 3] << 24)) >>> 0;
 }

@@ -53,11 +53,17 @@ export class Memo {
     this.length = slot + 1;
   }
 
-  /** Stores at any slot (PUT); slots skipped over stay empty. What the slot held alone is released. */
-  set(slot: number, value: unknown): void {
-    const old = this.codeAt(slot);
-    if (old < 0) this.objects[-old - 1] = undefined;
-    this.setCode(slot, this.objectCode(value));
+  /**
+   * Stores at any slot (PUT); slots skipped over stay empty. What the slot held alone is released.
+   * `shared`: the value is one that many slots hold (see code()).
+   */
+  set(slot: number, value: unknown, shared = false): void {
+    this.release(this.codeAt(slot));
+    this.setCode(slot, shared ? this.code(value) : this.objectCode(value));
+  }
+
+  private release(code: number): void {
+    if (code < 0) this.objects[-code - 1] = undefined;
   }
 
   /** Stores a code at any slot; an object the slot held stays referenced (undo may restore it). */
@@ -72,11 +78,13 @@ export class Memo {
     return chunk === undefined ? 0 : chunk[slot & MASK];
   }
 
-  /** Empties every slot from `length` on. */
+  /** Empties every slot from `length` on, releasing what they held alone. */
   truncate(length: number): void {
     for (let slot = length; slot < this.length; slot++) {
       const chunk = this.chunks[slot >>> SHIFT];
-      if (chunk !== undefined) chunk[slot & MASK] = 0;
+      if (chunk === undefined) continue;
+      this.release(chunk[slot & MASK]);
+      chunk[slot & MASK] = 0;
     }
     this.length = Math.min(this.length, length);
   }

@@ -834,7 +834,7 @@ function concat(chunks: Uint8Array[], total: number): Uint8Array {
   return out;
 }
 
-function u32(b: Uint8Array, p: number): number {
+export function u32(b: Uint8Array, p: number): number {
   return (b[p] | (b[p + 1] << 8) | (b[p + 2] << 16) | (b[p + 3] << 24)) >>> 0;
 }
 
