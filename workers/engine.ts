@@ -59,7 +59,13 @@ export class Engine {
   private countersFile: string | null = null;
   private report: ReportJson | null = null;
 
-  async open(file: Blob, name: string, onProgress?: (p: ProgressInfo) => void): Promise<OpenResult> {
+  /** `sliceBytes`: the first and the largest slice read at a time (the warm-up varies them). */
+  async open(
+    file: Blob,
+    name: string,
+    onProgress?: (p: ProgressInfo) => void,
+    sliceBytes = { first: 4 << 20, max: 16 << 20 },
+  ): Promise<OpenResult> {
     this.abort?.abort();
     const abort = new AbortController();
     this.abort = abort;
@@ -74,8 +80,8 @@ export class Engine {
         signal: abort.signal,
         // A 4 MiB first slice (the first picture, onPreview, comes after it), then 16 MiB ones, two of
         // them being read (by the reader worker) while one is parsed.
-        chunkBytes: 4 << 20,
-        maxChunkBytes: 16 << 20,
+        chunkBytes: sliceBytes.first,
+        maxChunkBytes: sliceBytes.max,
         readAhead: 2,
         onProgress: (p) => {
           last = p;

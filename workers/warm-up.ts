@@ -1,192 +1,503 @@
-// A small snapshot written here, in the shape torch writes (protocol 4: memoised strs and frame dicts,
-// frames lists of memo references, one device trace), for a spare worker to open a few dozen times
-// while the page is idle: the parser, attribution and replay get compiled before the user's file
-// arrives (a fresh worker reads its first 100 MB ≈ 20% slower otherwise). Made here rather than
-// fetched, so that warming up makes no request.
+// A small snapshot written here, byte for byte as CPython's pickler writes torch's snapshots, for a spare
+// worker to open a few dozen times while the page is idle. The point is the JIT: V8 compiles the parser,
+// attribution and replay for the paths this file takes, and each path a user's file takes that this one
+// did not costs a deoptimisation and a fresh compile in the middle of their load (the opcode loop alone
+// takes ≈ 0.1 s to compile, and in the meantime runs unoptimised). So this file has what real files have:
+// protocol 4 frames, every integer width CPython picks, memoised strs and frame dicts, batches of 1000,
+// tuples, floats, bools, the entry shapes of several torch versions (with and without compile_context,
+// user_metadata, time_us, frames), segment and oom entries, frees of blocks allocated before the trace,
+// small and large pools. Made here rather than fetched, so that warming up makes no request.
 
-const ENTRIES = 3000;
-const FRAMES_PER_STACK = 12;
-const SITES = 40;
-const SEGMENT_BYTES = 64 << 20;
-const SEGMENT_ADDRESS = 0x7f00_0000_0000;
+/** A Python float (a JS number is written as an int when it is an integer). */
+class PyFloat {
+  constructor(readonly value: number) {}
+}
 
-class PickleWriter {
-  private bytes = new Uint8Array(1 << 16);
+/** A Python tuple. */
+class PyTuple {
+  constructor(readonly items: PyValue[]) {}
+}
+
+type PyValue = null | boolean | number | string | PyFloat | PyTuple | PyValue[] | { [key: string]: PyValue };
+
+/** CPython's protocol 4 framing: a frame is closed at the first save() after it reaches 64 KiB. */
+const FRAME_TARGET_BYTES = 64 * 1024;
+/** CPython writes lists and dicts in batches of this many items (APPENDS / SETITEMS). */
+const BATCH = 1000;
+
+/** The opcodes and choices of CPython's C pickler (Modules/_pickle.c), protocol 4. */
+class PyPickler {
+  private out = new Uint8Array(1 << 16);
   private length = 0;
+  private frameStart = -1;
+  private framing = false;
   private slots = 0;
+  private readonly objects = new Map<object, number>();
   private readonly strs = new Map<string, number>();
+  private readonly utf8 = new TextEncoder();
+
+  dump(value: PyValue): Uint8Array {
+    this.write(0x80, 4); // PROTO 4, before the first frame
+    this.framing = true;
+    this.save(value);
+    this.write(0x2e); // STOP
+    this.commitFrame();
+    return this.out.slice(0, this.length);
+  }
 
   private room(n: number): void {
-    if (this.length + n <= this.bytes.length) return;
-    const grown = new Uint8Array(Math.max(this.bytes.length * 2, this.length + n));
-    grown.set(this.bytes.subarray(0, this.length));
-    this.bytes = grown;
+    if (this.length + n <= this.out.length) return;
+    const grown = new Uint8Array(Math.max(this.out.length * 2, this.length + n));
+    grown.set(this.out.subarray(0, this.length));
+    this.out = grown;
   }
 
-  op(...codes: number[]): void {
-    this.room(codes.length);
-    for (const c of codes) this.bytes[this.length++] = c;
+  private write(...bytes: number[]): void {
+    this.writeBytes(bytes);
   }
 
-  private u32(v: number): void {
-    this.op(v & 0xff, (v >>> 8) & 0xff, (v >>> 16) & 0xff, (v >>> 24) & 0xff);
+  private writeBytes(bytes: ArrayLike<number>): void {
+    if (this.framing && this.frameStart < 0) {
+      this.room(9);
+      this.frameStart = this.length;
+      this.length += 9; // the FRAME header, filled in when the frame is closed
+    }
+    this.room(bytes.length);
+    for (let i = 0; i < bytes.length; i++) this.out[this.length++] = bytes[i];
   }
 
-  memoize(): number {
-    this.op(0x94);
+  private commitFrame(): void {
+    if (this.frameStart < 0) return;
+    const bodyBytes = this.length - this.frameStart - 9;
+    if (bodyBytes >= 4) {
+      this.out[this.frameStart] = 0x95;
+      new DataView(this.out.buffer).setBigUint64(this.frameStart + 1, BigInt(bodyBytes), true);
+    } else {
+      this.out.copyWithin(this.frameStart, this.frameStart + 9, this.length);
+      this.length -= 9;
+    }
+    this.frameStart = -1;
+  }
+
+  private memoize(): number {
+    this.write(0x94);
     return this.slots++;
   }
 
-  get(slot: number): void {
-    if (slot < 256) this.op(0x68, slot);
-    else {
-      this.op(0x6a);
-      this.u32(slot);
+  private get(slot: number): void {
+    if (slot < 256) this.write(0x68, slot);
+    else this.write(0x6a, slot & 0xff, (slot >>> 8) & 0xff, (slot >>> 16) & 0xff, slot >>> 24);
+  }
+
+  private save(v: PyValue): void {
+    if (this.frameStart >= 0 && this.length - this.frameStart - 9 >= FRAME_TARGET_BYTES) this.commitFrame();
+    if (v === null) this.write(0x4e);
+    else if (v === true) this.write(0x88);
+    else if (v === false) this.write(0x89);
+    else if (typeof v === "number") this.int(v);
+    else if (typeof v === "string") this.str(v);
+    else if (v instanceof PyFloat) {
+      const b = new Uint8Array(8);
+      new DataView(b.buffer).setFloat64(0, v.value, false);
+      this.write(0x47);
+      this.writeBytes(b);
+    } else {
+      const slot = this.objects.get(v);
+      if (slot !== undefined) this.get(slot);
+      else if (v instanceof PyTuple) this.tuple(v);
+      else if (Array.isArray(v)) this.list(v);
+      else this.dict(v);
     }
   }
 
-  /** A str: written and memoised the first time, a memo reference after. */
-  str(s: string): void {
+  private int(v: number): void {
+    if (v >= 0 && v < 0x100) this.write(0x4b, v);
+    else if (v >= 0 && v < 0x10000) this.write(0x4d, v & 0xff, v >>> 8);
+    else if (v >= -(2 ** 31) && v < 2 ** 31)
+      this.write(0x4a, v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, v >>> 24);
+    else {
+      // LONG1: little-endian two's complement, as few bytes as keep the sign
+      const bytes: number[] = [];
+      let x = BigInt(v);
+      for (;;) {
+        const b = Number(x & 0xffn);
+        bytes.push(b);
+        x >>= 8n;
+        if ((x === 0n && b < 0x80) || (x === -1n && b >= 0x80)) break;
+      }
+      this.write(0x8a, bytes.length, ...bytes);
+    }
+  }
+
+  private str(s: string): void {
     const slot = this.strs.get(s);
     if (slot !== undefined) {
       this.get(slot);
       return;
     }
-    const b = new TextEncoder().encode(s);
-    this.op(0x8c, b.length, ...b);
+    const b = this.utf8.encode(s);
+    if (b.length < 256) this.write(0x8c, b.length);
+    else
+      this.write(0x58, b.length & 0xff, (b.length >>> 8) & 0xff, (b.length >>> 16) & 0xff, b.length >>> 24);
+    this.writeBytes(b);
     this.strs.set(s, this.memoize());
   }
 
-  /** A non-negative integer below 2^53. */
-  int(v: number): void {
-    if (v < 256) this.op(0x4b, v);
-    else if (v < 2 ** 31) {
-      this.op(0x4a);
-      this.u32(v);
-    } else {
-      this.op(0x8a, 8); // LONG1, 8 bytes little-endian (the top byte stays below 0x80: positive)
-      for (let i = 0, x = v; i < 8; i++, x = Math.floor(x / 256)) this.op(x % 256);
+  private tuple(t: PyTuple): void {
+    if (t.items.length === 0) {
+      this.write(0x29); // EMPTY_TUPLE, not memoised
+      return;
+    }
+    if (t.items.length > 3) this.write(0x28);
+    for (const item of t.items) this.save(item);
+    this.write(t.items.length > 3 ? 0x74 : [0x85, 0x86, 0x87][t.items.length - 1]);
+    this.objects.set(t, this.memoize());
+  }
+
+  private list(items: PyValue[]): void {
+    this.write(0x5d);
+    this.objects.set(items, this.memoize());
+    if (items.length === 1) {
+      this.save(items[0]);
+      this.write(0x61); // APPEND
+      return;
+    }
+    for (let at = 0; at < items.length; at += BATCH) {
+      this.write(0x28);
+      for (const item of items.slice(at, at + BATCH)) this.save(item);
+      this.write(0x65); // APPENDS
     }
   }
 
-  finish(): Uint8Array {
-    this.op(0x2e);
-    return this.bytes.slice(0, this.length);
+  private dict(d: { [key: string]: PyValue }): void {
+    this.write(0x7d);
+    this.objects.set(d, this.memoize());
+    const keys = Object.keys(d);
+    if (keys.length === 1) {
+      this.save(keys[0]);
+      this.save(d[keys[0]]);
+      this.write(0x73); // SETITEM
+      return;
+    }
+    for (let at = 0; at < keys.length; at += BATCH) {
+      this.write(0x28);
+      for (const k of keys.slice(at, at + BATCH)) {
+        this.save(k);
+        this.save(d[k]);
+      }
+      this.write(0x75); // SETITEMS
+    }
   }
 }
 
-export function warmUpSnapshot(): Uint8Array {
-  const w = new PickleWriter();
-  w.op(0x80, 4);
-  w.op(0x7d);
-  w.memoize();
-  w.op(0x28);
-  // one segment, all of it free at the end (every allocation below is freed)
-  w.str("segments");
-  w.op(0x5d);
-  w.memoize();
-  w.op(0x7d);
-  w.memoize();
-  w.op(0x28);
-  for (const [k, v] of [
-    ["device", 0],
-    ["address", SEGMENT_ADDRESS],
-    ["total_size", SEGMENT_BYTES],
-    ["stream", 0],
-    ["allocated_size", 0],
-    ["active_size", 0],
-    ["requested_size", 0],
-  ] as const) {
-    w.str(k);
-    w.int(v);
-  }
-  w.str("segment_type");
-  w.str("large");
-  w.str("blocks");
-  w.op(0x5d);
-  w.memoize();
-  w.op(0x7d);
-  w.memoize();
-  w.op(0x28);
-  w.str("address");
-  w.int(SEGMENT_ADDRESS);
-  w.str("size");
-  w.int(SEGMENT_BYTES);
-  w.str("requested_size");
-  w.int(0);
-  w.str("state");
-  w.str("inactive");
-  w.str("frames");
-  w.op(0x5d);
-  w.memoize();
-  w.op(0x75); // SETITEMS: the block
-  w.op(0x61); // APPEND: the block to blocks
-  w.op(0x75); // SETITEMS: the segment
-  w.op(0x61); // APPEND: the segment to segments
-  // the trace: alloc, free_requested, free_completed per allocation, stacks from a few dozen sites
-  w.str("device_traces");
-  w.op(0x5d);
-  w.memoize();
-  w.op(0x5d);
-  w.memoize();
-  w.op(0x28);
-  const frameSlots: number[] = [];
-  const frame = (site: number, depth: number) => {
-    const key = site * FRAMES_PER_STACK + depth;
-    if (frameSlots[key] !== undefined) {
-      w.get(frameSlots[key]);
-      return;
+// ---------------------------------------------------------------------------------------------------------
+// The snapshot: one device, a small and a large pool, a trace of ≈ 3000 entries that leaves exactly the
+// blocks the segments list (what the replay checks), allocations from before the trace, one segment made
+// and released during the trace.
+
+const ENTRIES = 3000;
+const MiB = 1 << 20;
+
+type Frame = { [key: string]: PyValue };
+
+/** A small deterministic PRNG (the same file every time). */
+function rng(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+/**
+ * Call stacks as torch records them: C++ frames ("??", line 0), torch's Python, the user's script. Frame
+ * dicts are shared, and so is each traceback's list: an allocation's free entries and its block carry the
+ * very list its alloc entry did (a memo reference in the pickle), as torch's snapshots do.
+ */
+class Tracebacks {
+  readonly lists: Frame[][] = [];
+  private readonly frames = new Map<string, Frame>();
+
+  constructor(private readonly random: () => number) {}
+
+  private frame(name: string, filename: string, line: number): Frame {
+    const key = `${name}\n${filename}\n${line}`;
+    let f = this.frames.get(key);
+    if (!f) {
+      f = { name, filename, line };
+      this.frames.set(key, f);
     }
-    w.op(0x7d);
-    frameSlots[key] = w.memoize();
-    w.op(0x28);
-    w.str("filename");
-    w.str(
-      depth === 0 ? "/usr/lib/python3/site-packages/torch/nn/modules/linear.py" : `/work/train_${depth}.py`,
-    );
-    w.str("line");
-    w.int(10 + site);
-    w.str("name");
-    w.str(depth === 0 ? "forward" : `step_${site % 7}`);
-    w.op(0x75);
-  };
-  let time = 1_700_000_000_000_000;
-  const entry = (action: string, addr: number, size: number, site: number) => {
-    w.op(0x7d);
-    w.memoize();
-    w.op(0x28);
-    w.str("action");
-    w.str(action);
-    w.str("addr");
-    w.int(addr);
-    w.str("size");
-    w.int(size);
-    w.str("stream");
-    w.int(0);
-    w.str("time_us");
-    w.int(time++);
-    w.str("frames");
-    w.op(0x5d);
-    w.memoize();
-    w.op(0x28);
-    for (let d = 0; d < FRAMES_PER_STACK; d++) frame(site, d);
-    w.op(0x65); // APPENDS
-    w.str("compile_context");
-    w.str("N/A");
-    w.op(0x75);
-  };
-  let addr = SEGMENT_ADDRESS;
-  for (let i = 0; i < ENTRIES / 3; i++) {
-    const size = 512 * (1 + (i % 64));
-    const site = i % SITES;
-    entry("alloc", addr, size, site);
-    entry("free_requested", addr, size, site);
-    entry("free_completed", addr, size, site);
-    addr += size;
-    if (addr + 64 * 512 > SEGMENT_ADDRESS + SEGMENT_BYTES) addr = SEGMENT_ADDRESS;
+    return f;
   }
-  w.op(0x65); // APPENDS: entries to device 0's list
-  w.op(0x61); // APPEND: device 0's list to device_traces
-  w.op(0x75); // SETITEMS: the top dict
-  return w.finish();
+
+  /** A new traceback (index into lists): some old frames in a new order, now and then a new line. */
+  make(): number {
+    const r = this.random;
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
+    const cpp = (name: string, filename = "??") => this.frame(name, filename, 0);
+    const frames: Frame[] = [
+      cpp("torch::unwind::unwind()"),
+      cpp("torch::CapturedTraceback::gather(bool, bool, bool)"),
+      cpp("torch::cuda::(anonymous namespace)::gather_with_cpp()", "memory_snapshot.cpp"),
+      cpp(
+        "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)",
+        "CUDACachingAllocator.cpp",
+      ),
+      cpp(pick(OPS)),
+    ];
+    if (r() < 0.15) {
+      // the autograd engine's threads: no Python frame
+      frames.push(
+        cpp("torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"),
+      );
+    } else {
+      const torchPy = "/home/u/.local/lib/python3.11/site-packages/torch/";
+      for (let d = Math.floor(r() * 5); d >= 0; d--) {
+        const [name, file, line] = pick(LAYERS);
+        frames.push(cpp("_PyEval_EvalFrameDefault"), this.frame(name, torchPy + file, line));
+      }
+      // the user's line: mostly a few known ones, sometimes one not seen before
+      const line = r() < 0.6 ? 40 + 37 * Math.floor(r() * 12) : 1000 + Math.floor(r() * 60000);
+      frames.push(this.frame(`block_${line % 7}`, "/home/u/proj/model.py", line));
+      frames.push(this.frame("train_step", "/home/u/proj/train.py", 95));
+      frames.push(this.frame("<module>", "/home/u/proj/train.py", 155));
+    }
+    this.lists.push(frames);
+    return this.lists.length - 1;
+  }
+
+  /**
+   * The frames list of the next allocation. A training step repeats itself: mostly a recent traceback,
+   * as the very same list (a memo reference to it) or as a new list of the same frames (a list of
+   * memo references), sometimes a new one.
+   */
+  next(): Frame[] {
+    const r = this.random();
+    const n = this.lists.length;
+    if (n === 0 || r < 0.3) return this.lists[this.make()];
+    const recent = this.lists[n - 1 - Math.floor(this.random() * Math.min(n, 40))];
+    return r < 0.65 ? recent : [...recent];
+  }
+}
+
+const OPS = [
+  "at::native::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)",
+  "at::native::addmm_out_cuda_impl(at::Tensor&, at::Tensor const&, at::Tensor const&)",
+  "torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&)",
+  "at::_ops::_to_copy::redispatch(c10::DispatchKeySet, at::Tensor const&, std::optional<c10::ScalarType>, " +
+    "std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>, bool, " +
+    "std::optional<c10::MemoryFormat>) [clone .constprop.0] (in libtorch_cpu.so)", // over 255 bytes
+];
+
+const LAYERS: readonly [string, string, number][] = [
+  ["forward", "nn/modules/linear.py", 125],
+  ["_conv_forward", "nn/modules/conv.py", 549],
+  ["forward", "nn/modules/normalization.py", 217],
+  ["_call_impl", "nn/modules/module.py", 1747],
+  ["_wrapped_call_impl", "nn/modules/module.py", 1736],
+  ["step", "optim/adamw.py", 243],
+  ["backward", "_tensor.py", 581],
+];
+
+interface Slot {
+  segment: number;
+  address: number;
+  sizeBytes: number;
+  /** The allocation in it: its requested bytes and stack, or null when free. */
+  live: { requested: number; frames: Frame[]; pending: boolean } | null;
+}
+
+interface Segment {
+  address: number;
+  sizeBytes: number;
+  pool: "small" | "large";
+  /** Exists before the trace starts (else a segment_alloc entry makes it). */
+  made: boolean;
+  released: boolean;
+}
+
+function layout(): { segments: Segment[]; slots: Slot[] } {
+  const segments: Segment[] = [];
+  const slots: Slot[] = [];
+  const add = (
+    address: number,
+    sizeBytes: number,
+    pool: "small" | "large",
+    pieces: number[],
+    made: boolean,
+  ) => {
+    const segment = segments.length;
+    segments.push({ address, sizeBytes, pool, made, released: false });
+    for (let at = 0, i = 0; at < sizeBytes; i++) {
+      const size = Math.min(pieces[i % pieces.length], sizeBytes - at);
+      slots.push({ segment, address: address + at, sizeBytes: size, live: null });
+      at += size;
+    }
+  };
+  const high = 0x7f3a_2000_0000;
+  add(high, 2 * MiB, "small", [512, 1024, 8192, 512, 65536, 131072, 2048, 262144], true);
+  add(high + 2 * MiB, 2 * MiB, "small", [4096, 512, 16384, 1536, 524288], false);
+  add(high + 0x4000_0000, 20 * MiB, "large", [2 * MiB, 4 * MiB, 6 * MiB, 8 * MiB], true);
+  add(high + 0x8000_0000, 64 * MiB, "large", [16 * MiB, 2 * MiB, 24 * MiB, 4 * MiB], false);
+  // an address below 2^40, as on Windows (5-byte integers)
+  add(0xb_0e40_0000, 40 * MiB, "large", [10 * MiB, 30 * MiB], false);
+  return { segments, slots };
+}
+
+export function warmUpSnapshot(): Uint8Array {
+  const random = rng(20261130);
+  const stacks = new Tracebacks(random);
+  const { segments, slots } = layout();
+  const trace: PyValue[] = [];
+  let timeUs = 1_763_324_225_770_000;
+  // The entry shapes of several torch versions, a third of the trace each.
+  const shapeOf = (i: number) => Math.floor((3 * i) / ENTRIES);
+  const entry = (action: string, addr: number, sizeBytes: number, frames: Frame[] | null): void => {
+    timeUs += 1 + Math.floor(random() * 400);
+    const shape = shapeOf(trace.length);
+    const e: { [key: string]: PyValue } = { action, addr, size: sizeBytes, stream: 0, time_us: timeUs };
+    if (shape >= 1) e.compile_context = "N/A";
+    if (shape === 2) e.user_metadata = "";
+    if (frames !== null) e.frames = frames;
+    trace.push(e);
+  };
+  // Allocations from before the trace: some freed during it, some alive at the end.
+  for (const [k, s] of slots.entries()) {
+    if (segments[s.segment].made && k % 5 === 0)
+      s.live = { requested: s.sizeBytes - 64, frames: stacks.next(), pending: false };
+  }
+  const inUse = (seg: number) => slots.some((s) => s.segment === seg && s.live);
+  const pendingFrees: Slot[] = [];
+  const completeFrees = (all: boolean) => {
+    while (pendingFrees.length > 0 && (all || random() < 0.5)) {
+      const s = pendingFrees.shift() as Slot;
+      entry("free_completed", s.address, s.live?.requested ?? s.sizeBytes, s.live?.frames ?? null);
+      s.live = null;
+    }
+  };
+  const last = segments.length - 1;
+  while (trace.length < ENTRIES - 8) {
+    // the last segment takes no new allocations in the second half: it empties and is given back
+    const closing = trace.length > ENTRIES / 2;
+    const free = slots.filter((s) => !s.live && !(closing && s.segment === last));
+    const live = slots.filter((s) => s.live && !s.live.pending);
+    if (free.length > 0 && (live.length === 0 || random() < 0.52)) {
+      const s = free[Math.floor(random() * free.length)];
+      const seg = segments[s.segment];
+      if (!seg.made) {
+        entry("segment_alloc", seg.address, seg.sizeBytes, null);
+        seg.made = true;
+      }
+      s.live = {
+        requested: s.sizeBytes - Math.floor(random() * 4) * 128,
+        frames: stacks.next(),
+        pending: false,
+      };
+      entry("alloc", s.address, s.live.requested, s.live.frames);
+    } else if (live.length > 0) {
+      const s = live[Math.floor(random() * live.length)];
+      (s.live as NonNullable<Slot["live"]>).pending = true;
+      entry("free_requested", s.address, s.live?.requested ?? s.sizeBytes, s.live?.frames ?? null);
+      pendingFrees.push(s);
+    }
+    completeFrees(false);
+    if (closing && segments[last].made && !segments[last].released && !inUse(last)) {
+      completeFrees(true);
+      entry("segment_free", segments[last].address, segments[last].sizeBytes, null);
+      segments[last].released = true;
+    }
+  }
+  completeFrees(true);
+  // an out-of-memory entry (device_free instead of addr), then the snapshot's own marker
+  timeUs += 10;
+  trace.push({
+    action: "oom",
+    device_free: 12 * MiB,
+    size: 96 * MiB,
+    stream: 0,
+    time_us: timeUs,
+    compile_context: "N/A",
+    frames: stacks.next(),
+  });
+  trace.push({ action: "snapshot", addr: 0, size: 0, stream: 0, time_us: timeUs + 5 });
+  // A request still pending at the end: an active_pending_free block.
+  const pending = slots.find((s) => s.live && !segments[s.segment].released);
+  if (pending?.live) {
+    pending.live.pending = true;
+    trace.push({
+      action: "free_requested",
+      addr: pending.address,
+      size: pending.live.requested,
+      stream: 0,
+      time_us: timeUs + 9,
+    });
+  }
+  return new PyPickler().dump({
+    segments: segments.flatMap((seg, k) => (seg.made && !seg.released ? [segmentValue(seg, k, slots)] : [])),
+    device_traces: [trace],
+    allocator_settings: {
+      PYTORCH_CUDA_ALLOC_CONF: "",
+      max_split_size: -1,
+      garbage_collection_threshold: new PyFloat(0),
+      expandable_segments: false,
+      pinned_num_register_threads: 1,
+      release_lock_on_cudamalloc: false,
+      pinned_use_cuda_host_register: false,
+      roundup_power2_divisions: Object.fromEntries(
+        [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768].map((n) => [`${n}`, 0]),
+      ),
+    },
+    external_annotations: [
+      { name: "forward", stage: "START", device: 0, time_us: 1_763_324_225_770_100 },
+      { name: "forward", stage: "END", device: 0, time_us: timeUs - 100 },
+    ],
+  });
+}
+
+/** A segment as torch lists it: its blocks in address order, free neighbours merged into one. */
+function segmentValue(seg: Segment, k: number, slots: Slot[]): PyValue {
+  const blocks: { [key: string]: PyValue }[] = [];
+  let allocated = 0;
+  let active = 0;
+  let requested = 0;
+  let freeRun: { [key: string]: PyValue } | null = null;
+  for (const s of slots) {
+    if (s.segment !== k) continue;
+    if (!s.live) {
+      if (freeRun) freeRun.size = (freeRun.size as number) + s.sizeBytes;
+      else {
+        freeRun = { address: s.address, size: s.sizeBytes, requested_size: 0, state: "inactive", frames: [] };
+        blocks.push(freeRun);
+      }
+      continue;
+    }
+    freeRun = null;
+    active += s.sizeBytes;
+    requested += s.live.requested;
+    if (!s.live.pending) allocated += s.sizeBytes;
+    blocks.push({
+      address: s.address,
+      size: s.sizeBytes,
+      requested_size: s.live.requested,
+      state: s.live.pending ? "active_pending_free" : "active_allocated",
+      frames: s.live.frames,
+    });
+  }
+  return {
+    device: 0,
+    address: seg.address,
+    total_size: seg.sizeBytes,
+    allocated_size: allocated,
+    active_size: active,
+    requested_size: requested,
+    stream: 0,
+    segment_type: seg.pool,
+    segment_pool_id: new PyTuple([0, 0]),
+    is_expandable: false,
+    frames: [],
+    blocks,
+  };
 }

@@ -34,7 +34,8 @@ export class SnapshotAssembler implements EntrySink {
   private readonly staging = new TraceColumns();
   private readonly previewRows = new PreviewAccumulator();
   private readonly stackRefs: StackRef[] = [];
-  private frameScratch = new Int32Array(256);
+  // small, so that the warm-up file grows it (see StackBytesCache)
+  private frameScratch = new Int32Array(8);
   private memo = new Memo();
   /** Parses trace entries straight from the pickle bytes (the unpickler offers it every dict). */
   readonly scanner = new TraceEntryScanner(this);

@@ -19,14 +19,16 @@ const MIN_LIST_BYTES = 12;
 const MAX_POOL_BYTES = 64 << 20;
 
 export class StackBytesCache {
-  private pool = new Uint8Array(1 << 16);
+  // Small to start with, so that the warm-up file (workers/warm-up.ts) grows them: V8 then has seen the
+  // growing branches before a user's file reaches them (an unseen branch deoptimises the parse loop).
+  private pool = new Uint8Array(1 << 10);
   private poolView: DataView<ArrayBufferLike> = new DataView(this.pool.buffer);
   private poolBytes = 0;
   private readonly heads = new Int32Array(1 << TABLE_BITS).fill(-1);
-  private offset = new Int32Array(1024);
-  private length = new Int32Array(1024);
-  private stack = new Int32Array(1024);
-  private nextInChain = new Int32Array(1024);
+  private offset = new Int32Array(64);
+  private length = new Int32Array(64);
+  private stack = new Int32Array(64);
+  private nextInChain = new Int32Array(64);
   private count = 0;
   /** Bytes the last hit covered. */
   matchedBytes = 0;

@@ -122,7 +122,8 @@ export class TraceEntryScanner implements DictScanner {
   private readonly undoCodes: number[] = [];
   /** Memo codes of the values this scanner stores over and over (see Memo). */
   private consumedCode = 0;
-  private stackCodes = new Int32Array(1024);
+  // (starting sizes small enough for the warm-up file to grow them; see StackBytesCache)
+  private stackCodes = new Int32Array(64);
   private lastCodeString: string | null = null;
   private lastStringCode = 0;
   /** The value readValue() / readString() found. */
@@ -131,7 +132,7 @@ export class TraceEntryScanner implements DictScanner {
   private stackId = 0;
   /** Memo slot of the last string readString() returned, or -1 for a string from the bytes. */
   private strSlot = -1;
-  private frameIds = new Int32Array(256);
+  private frameIds = new Int32Array(8);
   /** Frame id + 1 of the frame dict in each memo slot (0: not a frame, or not seen yet). */
   private frameBySlot = new Int32Array(1024);
   private readonly stackBytes = new StackBytesCache();
@@ -358,7 +359,7 @@ export class TraceEntryScanner implements DictScanner {
     if (op === BINGET || op === LONG_BINGET) {
       const width = op === BINGET ? 2 : 5;
       if (p + width > end) return false;
-      const slot = op === BINGET ? buf[p + 1] : u32(buf, p + 1);
+      const slot = refSlot(buf, p, op);
       const v = memo.get(slot);
       if (typeof v !== "string") return false;
       this.str = v;
@@ -465,7 +466,7 @@ export class TraceEntryScanner implements DictScanner {
       case LONG_BINGET: {
         const width = op === BINGET ? 2 : 5;
         if (p + width > end) return BAIL;
-        const v = memo.get(op === BINGET ? buf[p + 1] : u32(buf, p + 1));
+        const v = memo.get(refSlot(buf, p, op));
         if (typeof v === "string") return this.readString(op, buf, end, memo) ? V_STR : BAIL;
         if (!framesList) return BAIL;
         if (v instanceof StackRef) this.stackId = v.id;
@@ -638,7 +639,7 @@ export class TraceEntryScanner implements DictScanner {
     if (op === BINGET || op === LONG_BINGET) {
       const width = op === BINGET ? 2 : 5;
       if (p + width > end) return -2;
-      const slot = op === BINGET ? buf[p + 1] : u32(buf, p + 1);
+      const slot = refSlot(buf, p, op);
       const v = memo.get(slot);
       if (!(v instanceof PyDict)) return -1;
       const id = v.tag >= 0 ? v.tag : this.sink.frameIdOf(v);
@@ -682,6 +683,14 @@ export class TraceEntryScanner implements DictScanner {
   }
 }
 
+/**
+ * The memo slot a BINGET / LONG_BINGET at buf[p] names. One function for every place that reads a
+ * reference, so that V8's type feedback for both widths is shared: a width one call site has not met
+ * yet would otherwise deoptimise the whole opcode loop, in the middle of a user's file.
+ */
+function refSlot(buf: Uint8Array, p: number, op: number): number {
+  return op === BINGET ? buf[p + 1] : u32(buf, p + 1);
+}
 /** EMPTY_DICT, an optional memo op, MARK, then the key "action" (from the memo or the bytes)? */
 function isTraceEntryStart(buf: Uint8Array, pos: number, end: number, memo: Memo): boolean {
   let q = pos + 1;
