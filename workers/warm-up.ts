@@ -3,10 +3,10 @@
 // attribution and replay for the paths this file takes, and each path a user's file takes that this one
 // did not costs a deoptimisation and a fresh compile in the middle of their load (the opcode loop alone
 // takes ≈ 0.1 s to compile, and in the meantime runs unoptimised). So this file has what real files have:
-// protocol 4 frames, every integer width CPython picks, memoised strs and frame dicts, batches of 1000,
-// tuples, floats, bools, the entry shapes of several torch versions (with and without compile_context,
-// user_metadata, time_us, frames), segment and oom entries, frees of blocks allocated before the trace,
-// small and large pools. Made here rather than fetched, so that warming up makes no request.
+// protocol 4 frames, every integer width CPython picks, memoised strs and frame dicts, frames lists shared
+// and repeated, a str over 255 bytes, batches, tuples, floats, bools, the entry shapes of several torch
+// versions (with and without compile_context, user_metadata, frames), segment, oom and snapshot entries,
+// frees of blocks allocated before the trace, small and large pools. Made here rather than fetched, so that warming up makes no request.
 
 /** A Python float (a JS number is written as an int when it is an integer). */
 class PyFloat {

@@ -691,6 +691,7 @@ export class TraceEntryScanner implements DictScanner {
 function refSlot(buf: Uint8Array, p: number, op: number): number {
   return op === BINGET ? buf[p + 1] : u32(buf, p + 1);
 }
+
 /** EMPTY_DICT, an optional memo op, MARK, then the key "action" (from the memo or the bytes)? */
 function isTraceEntryStart(buf: Uint8Array, pos: number, end: number, memo: Memo): boolean {
   let q = pos + 1;

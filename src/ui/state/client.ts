@@ -110,8 +110,9 @@ export function prewarm(): void {
 }
 
 /**
- * Has a spare worker open a small snapshot a few dozen times (≈ 0.5 s while the page is idle): a fresh
- * worker reads its first 100 MB ≈ 20% slower while its code is still being compiled.
+ * Has a spare worker open a small snapshot a few dozen times (≈ 1.7 s while the page is idle, on this
+ * project's 2-core test machine), so that V8 does not compile and recompile the parser in the middle of
+ * the user's first file (see workers/warm-up.ts).
  */
 function warmUp(inst: Instance): void {
   if (current === inst) return;
