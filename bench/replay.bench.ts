@@ -7,6 +7,7 @@ import { cpus, loadavg } from "node:os";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { ModelBuilder } from "../src/core/model/builder";
+import { mulberry32 } from "../src/core/random";
 import {
   compositionAt,
   fragmentationAt,
@@ -20,15 +21,7 @@ const N = Number(process.argv[2] ?? 1_000_000);
 const MiB = 1 << 20;
 const C = 7;
 
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 function buildModel() {
   const rand = rng(7);

@@ -29,6 +29,8 @@ with zipfile.ZipFile(f"{out}/checkpoint.zip", "w") as z: z.writestr("archive/dat
 with open(f"{out}/counters.json", "w") as f: json.dump({"memory_allocated": 1, "max_memory_allocated": 2}, f)
 `;
 
+if (!HAVE_REAL) console.warn(`formats tests on the real files skipped: ${REAL_DIR} is absent`);
+
 describe.skipIf(!HAVE_REAL)("formats: one snapshot, every encoding", () => {
   let dir = "";
   let reference: unknown;

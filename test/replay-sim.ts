@@ -11,20 +11,13 @@
 
 import { ModelBuilder } from "../src/core/model/builder";
 import type { SnapshotModel } from "../src/core/model/types";
+import { mulberry32 } from "../src/core/random";
 
 export const MiB = 1 << 20;
 const SMALL = MiB;
 
-/** Deterministic PRNG (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic PRNG. */
+export const rng = mulberry32;
 
 export interface SimEntry {
   action: string;

@@ -8,7 +8,7 @@ import * as Comlink from "comlink";
 import type { MemscopeApi, WorkerApi } from "./api";
 import { compareEngines } from "./compare";
 import { Engine } from "./engine";
-import { warmUpSnapshot } from "./warm-up";
+import { warmUp } from "./warm-up";
 
 function sideApi(engine: Engine): MemscopeApi {
   return {
@@ -76,36 +76,6 @@ const sides = engines.map((e) => Comlink.proxy(sideApi(e)));
 /** Set once a side has been asked to open a file: warm-up yields to it. */
 let inUse = false;
 
-/**
- * Slices the warm-up file is read in, round by round: whole, and cut so that opcodes straddle slice
- * boundaries at many places (a user's file is read in slices too).
- */
-const WARM_UP_SLICES = [4 << 20, 65_536 + 37, 4096 + 11, 200_003];
-
-async function warmUp(rounds: number): Promise<void> {
-  const bytes = warmUpSnapshot();
-  for (let i = 0; i < rounds && !inUse; i++) {
-    const engine = new Engine();
-    const first = WARM_UP_SLICES[i % WARM_UP_SLICES.length];
-    const r = await engine.open(new Blob([bytes as Uint8Array<ArrayBuffer>]), "warm-up.pickle", undefined, {
-      first,
-      max: first * 4,
-    });
-    if (!r.ok) return;
-    // what the page asks for once a file is open: the side panel, the timeline, the map
-    const replay = engine.panel(0).replay;
-    if (replay) {
-      const axis = replay.hasTime ? "time" : "event";
-      engine.timeline({ device: 0, axis, x0: replay.t0, x1: replay.t1 + 1, buckets: 1200 });
-      engine.segmentMap({ device: 0, event: null });
-      engine.segmentMap({ device: 0, event: replay.peakEvent });
-    }
-    engine.close();
-    // a macrotask between rounds, so that a real request waits for one round at most
-    await new Promise((resolve) => setTimeout(resolve, 0));
-  }
-}
-
 const api: WorkerApi = {
   side: (index) => {
     const s = sides[index];
@@ -113,7 +83,7 @@ const api: WorkerApi = {
     return s;
   },
   compare: async (base) => compareEngines(engines[base], engines[base === 0 ? 1 : 0]),
-  warmUp,
+  warmUp: (rounds) => warmUp(rounds, () => inUse),
 };
 
 Comlink.expose(api);

@@ -6,7 +6,12 @@
 // protocol 4 frames, every integer width CPython picks, memoised strs and frame dicts, frames lists shared
 // and repeated, a str over 255 bytes, batches, tuples, floats, bools, the entry shapes of several torch
 // versions (with and without compile_context, user_metadata, frames), segment, oom and snapshot entries,
-// frees of blocks allocated before the trace, small and large pools. Made here rather than fetched, so that warming up makes no request.
+// frees of blocks allocated before the trace, small and large pools, new strs and frames throughout, the
+// trace's keys at both memo-reference widths, stacks recorded "all" and "python" (two variants). Made
+// here rather than fetched, so that warming up makes no request.
+
+import { mulberry32 } from "../src/core/random";
+import { Engine } from "./engine";
 
 /** A Python float (a JS number is written as an int when it is an integer). */
 class PyFloat {
@@ -136,6 +141,8 @@ class PyPickler {
       return;
     }
     const b = this.utf8.encode(s);
+    // (CPython writes a str of a frame's size or more outside the frames: not done here)
+    if (b.length >= FRAME_TARGET_BYTES) throw new Error("strs of 64 KiB or more are not written");
     if (b.length < 256) this.write(0x8c, b.length);
     else
       this.write(0x58, b.length & 0xff, (b.length >>> 8) & 0xff, (b.length >>> 16) & 0xff, b.length >>> 24);
@@ -143,14 +150,11 @@ class PyPickler {
     this.strs.set(s, this.memoize());
   }
 
+  /** A tuple of one to three items (torch's are pairs: segment_pool_id). */
   private tuple(t: PyTuple): void {
-    if (t.items.length === 0) {
-      this.write(0x29); // EMPTY_TUPLE, not memoised
-      return;
-    }
-    if (t.items.length > 3) this.write(0x28);
+    if (t.items.length < 1 || t.items.length > 3) throw new Error("only tuples of 1 to 3 items are written");
     for (const item of t.items) this.save(item);
-    this.write(t.items.length > 3 ? 0x74 : [0x85, 0x86, 0x87][t.items.length - 1]);
+    this.write([0x85, 0x86, 0x87][t.items.length - 1]); // TUPLE1 / TUPLE2 / TUPLE3
     this.objects.set(t, this.memoize());
   }
 
@@ -169,6 +173,10 @@ class PyPickler {
     }
   }
 
+  /**
+   * A dict, its keys in insertion order. (JS puts integer-like keys first: they may only be used in a
+   * dict that has no others, in ascending order, as roundup_power2_divisions has them.)
+   */
   private dict(d: { [key: string]: PyValue }): void {
     this.write(0x7d);
     this.objects.set(d, this.memoize());
@@ -179,13 +187,17 @@ class PyPickler {
       this.write(0x73); // SETITEM
       return;
     }
-    for (let at = 0; at < keys.length; at += BATCH) {
+    if (keys.length === 0) return;
+    // as CPython's batch_dict_exact: after a full batch comes another, even an empty one
+    for (let at = 0; ; at += BATCH) {
+      const batch = keys.slice(at, at + BATCH);
       this.write(0x28);
-      for (const k of keys.slice(at, at + BATCH)) {
+      for (const k of batch) {
         this.save(k);
         this.save(d[k]);
       }
       this.write(0x75); // SETITEMS
+      if (batch.length < BATCH) break;
     }
   }
 }
@@ -200,18 +212,6 @@ const MiB = 1 << 20;
 
 type Frame = { [key: string]: PyValue };
 
-/** A small deterministic PRNG (the same file every time). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 /**
  * Call stacks as torch records them: C++ frames ("??", line 0), torch's Python, the user's script. Frame
  * dicts are shared, and so is each traceback's list: an allocation's free entries and its block carry the
@@ -221,7 +221,10 @@ class Tracebacks {
   readonly lists: Frame[][] = [];
   private readonly frames = new Map<string, Frame>();
 
-  constructor(private readonly random: () => number) {}
+  constructor(
+    private readonly random: () => number,
+    private readonly pythonOnly: boolean,
+  ) {}
 
   private frame(name: string, filename: string, line: number): Frame {
     const key = `${name}\n${filename}\n${line}`;
@@ -237,32 +240,67 @@ class Tracebacks {
   make(): number {
     const r = this.random;
     const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
-    const cpp = (name: string, filename = "??") => this.frame(name, filename, 0);
+    // C++ frames (stacks="all"); none when recorded with stacks="python"
+    const cpp = (name: string, filename = "??") => (this.pythonOnly ? [] : [this.frame(name, filename, 0)]);
     const frames: Frame[] = [
-      cpp("torch::unwind::unwind()"),
-      cpp("torch::CapturedTraceback::gather(bool, bool, bool)"),
-      cpp("torch::cuda::(anonymous namespace)::gather_with_cpp()", "memory_snapshot.cpp"),
-      cpp(
+      ...cpp("torch::unwind::unwind()"),
+      ...cpp("torch::CapturedTraceback::gather(bool, bool, bool)"),
+      ...cpp("torch::cuda::(anonymous namespace)::gather_with_cpp()", "memory_snapshot.cpp"),
+      ...cpp(
         "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)",
         "CUDACachingAllocator.cpp",
       ),
-      cpp(pick(OPS)),
+      ...cpp(pick(OPS)),
     ];
-    if (r() < 0.15) {
-      // the autograd engine's threads: no Python frame
+    // a kernel not seen before: a new str (names keep appearing in a real trace), a new line-0 frame
+    if (r() < 0.25)
       frames.push(
-        cpp("torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"),
+        ...cpp(`at::native::(anonymous namespace)::kernel_${this.lists.length}(at::TensorIterator&)`),
+      );
+    const kind = r();
+    if (kind < 0.04) {
+      // a collective: native frames only, no autograd node
+      frames.push(
+        ...cpp("c10d::ProcessGroupNCCL::allreduce(std::vector<at::Tensor>&, c10d::AllreduceOptions const&)"),
+      );
+    } else if (kind < 0.08) {
+      // a library's own thread: the standard library only
+      frames.push(this.frame("run", "/usr/lib/python3.11/threading.py", 1010));
+      frames.push(this.frame("_bootstrap_inner", "/usr/lib/python3.11/threading.py", 1073));
+    } else if (kind < 0.12) {
+      // inside a library, no line of the user's (under a path over 255 bytes: a BINUNICODE str)
+      const site = "/home/u/.local/lib/python3.11/site-packages/";
+      frames.push(this.frame("_run_stage", `${site}lightning/pytorch/trainer/trainer.py`, 1026));
+      frames.push(this.frame("wrapper", `/home/u/${"nested/".repeat(36)}generated.py`, 12));
+      frames.push(this.frame("fit", `${site}lightning/pytorch/trainer/trainer.py`, 539));
+    } else if (kind < 0.27) {
+      // the autograd engine's threads: no Python frame (and with stacks="python", no frame at all)
+      frames.push(
+        ...cpp(
+          "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
+        ),
+        ...cpp("torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)"),
       );
     } else {
-      const torchPy = "/home/u/.local/lib/python3.11/site-packages/torch/";
+      const site = "/home/u/.local/lib/python3.11/site-packages/";
       for (let d = Math.floor(r() * 5); d >= 0; d--) {
         const [name, file, line] = pick(LAYERS);
-        frames.push(cpp("_PyEval_EvalFrameDefault"), this.frame(name, torchPy + file, line));
+        frames.push(...cpp("_PyEval_EvalFrameDefault"), this.frame(name, site + file, line));
       }
-      // the user's line: mostly a few known ones, sometimes one not seen before
-      const line = r() < 0.6 ? 40 + 37 * Math.floor(r() * 12) : 1000 + Math.floor(r() * 60000);
-      frames.push(this.frame(`block_${line % 7}`, "/home/u/proj/model.py", line));
+      // the user's line: mostly a few known ones, sometimes one not seen before (of every int width)
+      const known = r() < 0.6;
+      const line = known
+        ? 40 + 37 * Math.floor(r() * 12)
+        : r() < 0.5
+          ? 1 + Math.floor(r() * 250)
+          : 300 + Math.floor(r() * 90000);
+      const fn = known || r() < 0.5 ? `block_${line % 7}` : `layer_${this.lists.length}`;
+      frames.push(this.frame(fn, "/home/u/proj/model.py", line));
+      // the standard library and another package between the user's lines, now and then
+      if (r() < 0.2) frames.push(this.frame("inner", "/usr/lib/python3.11/contextlib.py", 81));
       frames.push(this.frame("train_step", "/home/u/proj/train.py", 95));
+      if (r() < 0.3)
+        frames.push(this.frame("_run_stage", `${site}lightning/pytorch/trainer/trainer.py`, 1026));
       frames.push(this.frame("<module>", "/home/u/proj/train.py", 155));
     }
     this.lists.push(frames);
@@ -293,22 +331,31 @@ const OPS = [
 ];
 
 const LAYERS: readonly [string, string, number][] = [
-  ["forward", "nn/modules/linear.py", 125],
-  ["_conv_forward", "nn/modules/conv.py", 549],
-  ["forward", "nn/modules/normalization.py", 217],
-  ["_call_impl", "nn/modules/module.py", 1747],
-  ["_wrapped_call_impl", "nn/modules/module.py", 1736],
-  ["step", "optim/adamw.py", 243],
-  ["backward", "_tensor.py", 581],
+  ["forward", "torch/nn/modules/linear.py", 125],
+  ["_conv_forward", "torch/nn/modules/conv.py", 549],
+  ["forward", "torch/nn/modules/normalization.py", 217],
+  ["_call_impl", "torch/nn/modules/module.py", 1747],
+  ["_wrapped_call_impl", "torch/nn/modules/module.py", 1736],
+  ["step", "torch/optim/adamw.py", 243],
+  ["backward", "torch/_tensor.py", 581],
 ];
+
+/** An allocation: its requested bytes, its stack, whether its free was requested. */
+interface Live {
+  requested: number;
+  frames: Frame[];
+  pending: boolean;
+}
 
 interface Slot {
   segment: number;
   address: number;
   sizeBytes: number;
-  /** The allocation in it: its requested bytes and stack, or null when free. */
-  live: { requested: number; frames: Frame[]; pending: boolean } | null;
+  /** The allocation in it, or null when free. */
+  live: Live | null;
 }
+
+type LiveSlot = Slot & { live: Live };
 
 interface Segment {
   address: number;
@@ -317,6 +364,8 @@ interface Segment {
   /** Exists before the trace starts (else a segment_alloc entry makes it). */
   made: boolean;
   released: boolean;
+  /** A segment at the same address that must be given back before this one is made, or -1. */
+  after: number;
 }
 
 function layout(): { segments: Segment[]; slots: Slot[] } {
@@ -328,9 +377,10 @@ function layout(): { segments: Segment[]; slots: Slot[] } {
     pool: "small" | "large",
     pieces: number[],
     made: boolean,
+    after = -1,
   ) => {
     const segment = segments.length;
-    segments.push({ address, sizeBytes, pool, made, released: false });
+    segments.push({ address, sizeBytes, pool, made, released: false, after });
     for (let at = 0, i = 0; at < sizeBytes; i++) {
       const size = Math.min(pieces[i % pieces.length], sizeBytes - at);
       slots.push({ segment, address: address + at, sizeBytes: size, live: null });
@@ -342,14 +392,26 @@ function layout(): { segments: Segment[]; slots: Slot[] } {
   add(high + 2 * MiB, 2 * MiB, "small", [4096, 512, 16384, 1536, 524288], false);
   add(high + 0x4000_0000, 20 * MiB, "large", [2 * MiB, 4 * MiB, 6 * MiB, 8 * MiB], true);
   add(high + 0x8000_0000, 64 * MiB, "large", [16 * MiB, 2 * MiB, 24 * MiB, 4 * MiB], false);
-  // an address below 2^40, as on Windows (5-byte integers)
+  // an address below 2^40, as on Windows (5-byte integers): given back in the second half, then a larger
+  // segment is made at the same address (so that one segment spans two address intervals of the trace)
   add(0xb_0e40_0000, 40 * MiB, "large", [10 * MiB, 30 * MiB], false);
+  add(0xb_0e40_0000, 60 * MiB, "large", [20 * MiB, 40 * MiB], false, segments.length - 1);
   return { segments, slots };
 }
 
-export function warmUpSnapshot(): Uint8Array {
-  const random = rng(20261130);
-  const stacks = new Tracebacks(random);
+/**
+ * Two ways real files come. "segments-first", as torch writes it: the trace's keys land in the memo after
+ * a long segments list, so they are LONG_BINGETs; stacks="all"; a free carries its allocation's stack.
+ * "traces-first", as some tools write it: the keys are BINGETs; stacks="python"; a free carries its own.
+ */
+export type WarmUpVariant = "segments-first" | "traces-first";
+
+export function warmUpSnapshot(variant: WarmUpVariant = "segments-first"): Uint8Array {
+  const random = mulberry32(20261130); // the same file every time
+  const torchOrder = variant === "segments-first";
+  const stacks = new Tracebacks(random, !torchOrder);
+  /** The stack a free entry carries: its allocation's, or (recorded the other way) the free's own. */
+  const freeStack = (live: Live) => (torchOrder || random() < 0.5 ? live.frames : stacks.next());
   const { segments, slots } = layout();
   const trace: PyValue[] = [];
   let timeUs = 1_763_324_225_770_000;
@@ -366,24 +428,27 @@ export function warmUpSnapshot(): Uint8Array {
   };
   // Allocations from before the trace: some freed during it, some alive at the end.
   for (const [k, s] of slots.entries()) {
-    if (segments[s.segment].made && k % 5 === 0)
+    if (segments[s.segment].made && k % 3 === 0)
       s.live = { requested: s.sizeBytes - 64, frames: stacks.next(), pending: false };
   }
-  const inUse = (seg: number) => slots.some((s) => s.segment === seg && s.live);
-  const pendingFrees: Slot[] = [];
+  const segmentInUse = (seg: number) => slots.some((s) => s.segment === seg && s.live);
+  const pendingFrees: LiveSlot[] = [];
   const completeFrees = (all: boolean) => {
     while (pendingFrees.length > 0 && (all || random() < 0.5)) {
-      const s = pendingFrees.shift() as Slot;
-      entry("free_completed", s.address, s.live?.requested ?? s.sizeBytes, s.live?.frames ?? null);
-      s.live = null;
+      const s = pendingFrees.shift() as LiveSlot;
+      entry("free_completed", s.address, s.live.requested, freeStack(s.live));
+      (s as Slot).live = null;
     }
   };
-  const last = segments.length - 1;
+  // the segment that is given back in the second half (it takes no new allocations then, and empties),
+  // and the one made at its address afterwards
+  const reborn = segments.findIndex((seg) => seg.after >= 0);
+  const leaving = segments[reborn].after;
+  const usable = (k: number) => segments[k].after < 0 || segments[segments[k].after].released;
   while (trace.length < ENTRIES - 8) {
-    // the last segment takes no new allocations in the second half: it empties and is given back
     const closing = trace.length > ENTRIES / 2;
-    const free = slots.filter((s) => !s.live && !(closing && s.segment === last));
-    const live = slots.filter((s) => s.live && !s.live.pending);
+    const free = slots.filter((s) => !s.live && !(closing && s.segment === leaving) && usable(s.segment));
+    const live = slots.filter((s): s is LiveSlot => s.live !== null && !s.live.pending);
     if (free.length > 0 && (live.length === 0 || random() < 0.52)) {
       const s = free[Math.floor(random() * free.length)];
       const seg = segments[s.segment];
@@ -399,15 +464,16 @@ export function warmUpSnapshot(): Uint8Array {
       entry("alloc", s.address, s.live.requested, s.live.frames);
     } else if (live.length > 0) {
       const s = live[Math.floor(random() * live.length)];
-      (s.live as NonNullable<Slot["live"]>).pending = true;
-      entry("free_requested", s.address, s.live?.requested ?? s.sizeBytes, s.live?.frames ?? null);
+      s.live.pending = true;
+      entry("free_requested", s.address, s.live.requested, freeStack(s.live));
       pendingFrees.push(s);
     }
     completeFrees(false);
-    if (closing && segments[last].made && !segments[last].released && !inUse(last)) {
+    const seg = segments[leaving];
+    if (closing && seg.made && !seg.released && !segmentInUse(leaving)) {
       completeFrees(true);
-      entry("segment_free", segments[last].address, segments[last].sizeBytes, null);
-      segments[last].released = true;
+      entry("segment_free", seg.address, seg.sizeBytes, null);
+      seg.released = true;
     }
   }
   completeFrees(true);
@@ -424,8 +490,8 @@ export function warmUpSnapshot(): Uint8Array {
   });
   trace.push({ action: "snapshot", addr: 0, size: 0, stream: 0, time_us: timeUs + 5 });
   // A request still pending at the end: an active_pending_free block.
-  const pending = slots.find((s) => s.live && !segments[s.segment].released);
-  if (pending?.live) {
+  const pending = slots.find((s): s is LiveSlot => s.live !== null);
+  if (pending) {
     pending.live.pending = true;
     trace.push({
       action: "free_requested",
@@ -435,16 +501,21 @@ export function warmUpSnapshot(): Uint8Array {
       time_us: timeUs + 9,
     });
   }
+  const segmentList = segments.flatMap((seg, k) =>
+    seg.made && !seg.released ? [segmentValue(seg, k, slots)] : [],
+  );
+  const top: { [key: string]: PyValue } = torchOrder
+    ? { segments: segmentList, device_traces: [trace] }
+    : { device_traces: [trace], segments: segmentList };
   return new PyPickler().dump({
-    segments: segments.flatMap((seg, k) => (seg.made && !seg.released ? [segmentValue(seg, k, slots)] : [])),
-    device_traces: [trace],
+    ...top,
     allocator_settings: {
       PYTORCH_CUDA_ALLOC_CONF: "",
       max_split_size: -1,
       garbage_collection_threshold: new PyFloat(0),
       expandable_segments: false,
       pinned_num_register_threads: 1,
-      release_lock_on_cudamalloc: false,
+      release_lock_on_cudamalloc: true, // (NEWTRUE: real files have both bools)
       pinned_use_cuda_host_register: false,
       roundup_power2_divisions: Object.fromEntries(
         [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768].map((n) => [`${n}`, 0]),
@@ -500,4 +571,42 @@ function segmentValue(seg: Segment, k: number, slots: Slot[]): PyValue {
     frames: [],
     blocks,
   };
+}
+
+/**
+ * The first slice the warm-up file is read in, in round `i`: whole, or cut (each next slice four times
+ * the last) at places that move from round to round, so that opcodes and entries straddle slice
+ * boundaries every which way (a user's file is read in slices too).
+ */
+export function warmUpSlice(i: number): number {
+  const k = Math.floor(i / 2);
+  return [4 << 20, 65_536 + 37 * k, 4096 + 131 * k, 20_011 + 7 * k][k % 4];
+}
+export const WARM_UP_VARIANTS: readonly WarmUpVariant[] = ["segments-first", "traces-first"];
+
+/**
+ * Opens the warm-up snapshots `rounds` times (each variant in each slicing), asking each time for what
+ * the page asks for once a file is open. Stops before the next round once `stop()` is true.
+ */
+export async function warmUp(rounds: number, stop: () => boolean = () => false): Promise<void> {
+  const files = WARM_UP_VARIANTS.map((v) => new Blob([warmUpSnapshot(v) as Uint8Array<ArrayBuffer>]));
+  for (let i = 0; i < rounds && !stop(); i++) {
+    const engine = new Engine();
+    const first = warmUpSlice(i);
+    const r = await engine.open(files[i % files.length], "warm-up.pickle", undefined, {
+      first,
+      max: first * 4,
+    });
+    if (!r.ok) return;
+    const replay = engine.panel(0).replay;
+    if (replay) {
+      engine.timeline({ device: 0, axis: "time", x0: replay.t0, x1: replay.t1 + 1, buckets: 1200 });
+      engine.timeline({ device: 0, axis: "event", x0: 0, x1: replay.events, buckets: 1200 });
+      engine.segmentMap({ device: 0, event: null });
+      engine.segmentMap({ device: 0, event: replay.peakEvent });
+    }
+    engine.close();
+    // a macrotask between rounds, so that a real request waits for one round at most
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
 }

@@ -684,9 +684,10 @@ export class TraceEntryScanner implements DictScanner {
 }
 
 /**
- * The memo slot a BINGET / LONG_BINGET at buf[p] names. One function for every place that reads a
- * reference, so that V8's type feedback for both widths is shared: a width one call site has not met
- * yet would otherwise deoptimise the whole opcode loop, in the middle of a user's file.
+ * The memo slot a BINGET / LONG_BINGET at buf[p] names. The places that read a memo reference of
+ * either width share it (the hottest ones, keys and frames, keep their own inline reads), so that V8's
+ * type feedback for both widths is shared: a width one call site has not met yet would otherwise
+ * deoptimise the whole opcode loop, in the middle of a user's file.
  */
 function refSlot(buf: Uint8Array, p: number, op: number): number {
   return op === BINGET ? buf[p + 1] : u32(buf, p + 1);
@@ -703,8 +704,7 @@ function isTraceEntryStart(buf: Uint8Array, pos: number, end: number, memo: Memo
   while (q < end && buf[q] === FRAME) q += 9;
   if (q + 8 > end) return false;
   const op = buf[q];
-  if (op === BINGET) return memo.get(buf[q + 1]) === "action";
-  if (op === LONG_BINGET) return memo.get(u32(buf, q + 1)) === "action";
+  if (op === BINGET || op === LONG_BINGET) return memo.get(refSlot(buf, q, op)) === "action";
   return (
     op === SHORT_BINUNICODE &&
     buf[q + 1] === 6 &&

@@ -323,13 +323,16 @@ export class Unpickler {
     const scanner = this.scanner;
     let pos = 0;
     let ops = 0;
+    // Bytes the opcode at pos needs, when it does not fit: one local for every opcode (stored once,
+    // below), so that an opcode first met at the end of a slice costs V8 no new type feedback.
+    let need = 1;
     loop: for (;;) {
       // One bound for every push below: each opcode adds at most one value.
       if (stack.length >= maxDepth) {
         this.fail("limit", `more than ${maxDepth} values on the unpickling stack`, pos);
       }
       if (pos >= end) {
-        this.needBytes = 1;
+        need = 1;
         break;
       }
       const op = buf[pos];
@@ -338,7 +341,7 @@ export class Unpickler {
         case 0x68: {
           // BINGET
           if (pos + 2 > end) {
-            this.needBytes = 2;
+            need = 2;
             break loop;
           }
           const i = buf[pos + 1];
@@ -351,7 +354,7 @@ export class Unpickler {
         case 0x6a: {
           // LONG_BINGET
           if (pos + 5 > end) {
-            this.needBytes = 5;
+            need = 5;
             break loop;
           }
           const i = u32(buf, pos + 1);
@@ -374,7 +377,7 @@ export class Unpickler {
         }
         case 0x71: // BINPUT
           if (pos + 2 > end) {
-            this.needBytes = 2;
+            need = 2;
             break loop;
           }
           this.memoPut(buf[pos + 1], pos);
@@ -382,7 +385,7 @@ export class Unpickler {
           continue;
         case 0x72: // LONG_BINPUT
           if (pos + 5 > end) {
-            this.needBytes = 5;
+            need = 5;
             break loop;
           }
           this.memoPut(u32(buf, pos + 1), pos);
@@ -390,7 +393,7 @@ export class Unpickler {
           continue;
         case 0x4b: // BININT1
           if (pos + 2 > end) {
-            this.needBytes = 2;
+            need = 2;
             break loop;
           }
           stack.push(buf[pos + 1]);
@@ -398,7 +401,7 @@ export class Unpickler {
           continue;
         case 0x4d: // BININT2
           if (pos + 3 > end) {
-            this.needBytes = 3;
+            need = 3;
             break loop;
           }
           stack.push(buf[pos + 1] | (buf[pos + 2] << 8));
@@ -406,7 +409,7 @@ export class Unpickler {
           continue;
         case 0x4a: // BININT
           if (pos + 5 > end) {
-            this.needBytes = 5;
+            need = 5;
             break loop;
           }
           stack.push(buf[pos + 1] | (buf[pos + 2] << 8) | (buf[pos + 3] << 16) | (buf[pos + 4] << 24));
@@ -415,12 +418,12 @@ export class Unpickler {
         case 0x8a: {
           // LONG1
           if (pos + 2 > end) {
-            this.needBytes = 2;
+            need = 2;
             break loop;
           }
           const n = buf[pos + 1];
           if (pos + 2 + n > end) {
-            this.needBytes = 2 + n;
+            need = 2 + n;
             break loop;
           }
           stack.push(decodeLong(buf, pos + 2, n));
@@ -430,7 +433,7 @@ export class Unpickler {
         case 0x8b: {
           // LONG4
           if (pos + 5 > end) {
-            this.needBytes = 5;
+            need = 5;
             break loop;
           }
           const n = u32(buf, pos + 1);
@@ -438,7 +441,7 @@ export class Unpickler {
           if (n > 65536)
             this.fail("limit", `LONG4 of ${n} bytes: an integer far too large for a snapshot`, pos);
           if (pos + 5 + n > end) {
-            this.needBytes = 5 + n;
+            need = 5 + n;
             break loop;
           }
           stack.push(decodeLong(buf, pos + 5, n));
@@ -506,12 +509,12 @@ export class Unpickler {
         case 0x8c: {
           // SHORT_BINUNICODE
           if (pos + 2 > end) {
-            this.needBytes = 2;
+            need = 2;
             break loop;
           }
           const n = buf[pos + 1];
           if (pos + 2 + n > end) {
-            this.needBytes = 2 + n;
+            need = 2 + n;
             break loop;
           }
           stack.push(decodeUtf8(buf, pos + 2, n));
@@ -521,13 +524,13 @@ export class Unpickler {
         case 0x58: {
           // BINUNICODE
           if (pos + 5 > end) {
-            this.needBytes = 5;
+            need = 5;
             break loop;
           }
           const n = u32(buf, pos + 1);
           this.checkArgLength(n, pos, "BINUNICODE");
           if (pos + 5 + n > end) {
-            this.needBytes = 5 + n;
+            need = 5 + n;
             break loop;
           }
           stack.push(decodeUtf8(buf, pos + 5, n));
@@ -537,13 +540,13 @@ export class Unpickler {
         case 0x8d: {
           // BINUNICODE8
           if (pos + 9 > end) {
-            this.needBytes = 9;
+            need = 9;
             break loop;
           }
           const n = u64(buf, pos + 1);
           this.checkArgLength(n, pos, "BINUNICODE8");
           if (pos + 9 + n > end) {
-            this.needBytes = 9 + n;
+            need = 9 + n;
             break loop;
           }
           stack.push(decodeUtf8(buf, pos + 9, n));
@@ -554,12 +557,12 @@ export class Unpickler {
         case 0x55: {
           // SHORT_BINSTRING
           if (pos + 2 > end) {
-            this.needBytes = 2;
+            need = 2;
             break loop;
           }
           const n = buf[pos + 1];
           if (pos + 2 + n > end) {
-            this.needBytes = 2 + n;
+            need = 2 + n;
             break loop;
           }
           const bytes = buf.slice(pos + 2, pos + 2 + n);
@@ -571,14 +574,14 @@ export class Unpickler {
         case 0x54: {
           // BINSTRING (a Python 2 str: bytes read as latin-1 text)
           if (pos + 5 > end) {
-            this.needBytes = 5;
+            need = 5;
             break loop;
           }
           const n = op === 0x54 ? i32(buf, pos + 1) : u32(buf, pos + 1);
           if (n < 0) this.fail("corrupt", "BINSTRING with a negative length", pos);
           this.checkArgLength(n, pos, op === 0x42 ? "BINBYTES" : "BINSTRING");
           if (pos + 5 + n > end) {
-            this.needBytes = 5 + n;
+            need = 5 + n;
             break loop;
           }
           const bytes = buf.slice(pos + 5, pos + 5 + n);
@@ -590,13 +593,13 @@ export class Unpickler {
         case 0x96: {
           // BYTEARRAY8
           if (pos + 9 > end) {
-            this.needBytes = 9;
+            need = 9;
             break loop;
           }
           const n = u64(buf, pos + 1);
           this.checkArgLength(n, pos, op === 0x8e ? "BINBYTES8" : "BYTEARRAY8");
           if (pos + 9 + n > end) {
-            this.needBytes = 9 + n;
+            need = 9 + n;
             break loop;
           }
           stack.push(buf.slice(pos + 9, pos + 9 + n));
@@ -618,7 +621,7 @@ export class Unpickler {
         case 0x47: {
           // BINFLOAT (big-endian double)
           if (pos + 9 > end) {
-            this.needBytes = 9;
+            need = 9;
             break loop;
           }
           stack.push(new DataView(buf.buffer, buf.byteOffset + pos + 1, 8).getFloat64(0, false));
@@ -704,7 +707,7 @@ export class Unpickler {
         case 0x80: {
           // PROTO
           if (pos + 2 > end) {
-            this.needBytes = 2;
+            need = 2;
             break loop;
           }
           const proto = buf[pos + 1];
@@ -717,7 +720,7 @@ export class Unpickler {
         case 0x95: {
           // FRAME: a length hint only
           if (pos + 9 > end) {
-            this.needBytes = 9;
+            need = 9;
             break loop;
           }
           pos += 9;
@@ -745,7 +748,7 @@ export class Unpickler {
           if (nl === -2)
             this.fail("limit", `text argument longer than ${this.limits.maxLineBytes} bytes`, pos);
           if (nl < 0) {
-            this.needBytes = end - pos + 1;
+            need = end - pos + 1;
             break loop;
           }
           this.textOp(op, buf, pos, nl);
@@ -769,6 +772,7 @@ export class Unpickler {
         }
       }
     }
+    this.needBytes = need;
     this.opcodeCount += ops;
     return pos;
   }

@@ -282,9 +282,9 @@ function pairEntries(
   const eventAllocation = new Int32Array(n).fill(-1);
   const eventKind = new Uint8Array(n);
   const implicitCloses = new Map<number, number>();
-  // Addresses are reused heavily: start small (cache-resident) and let the table grow; so small that the
-  // warm-up file (workers/warm-up.ts) makes it probe and grow too, before a user's file does.
-  const map = new AddressMap(Math.min(capacity, 16));
+  // Addresses are reused heavily: start with the smallest table (cache-resident) and let it grow; the
+  // warm-up file (workers/warm-up.ts) then makes it probe and grow too, before a user's file does.
+  const map = new AddressMap(0);
   for (let i = 0; i < n; i++) {
     const a = action[i];
     if (a > Action.free_completed || isWorkspace[i]) continue;

@@ -110,7 +110,7 @@ export function prewarm(): void {
 }
 
 /**
- * Has a spare worker open a small snapshot a few dozen times (≈ 1.7 s while the page is idle, on this
+ * Has a spare worker open a small snapshot a few dozen times (≈ 1.1 s while the page is idle, on this
  * project's 2-core test machine), so that V8 does not compile and recompile the parser in the middle of
  * the user's first file (see workers/warm-up.ts).
  */
