@@ -10,7 +10,7 @@ import { bytesByteSource } from "../src/core/formats/byte-source";
 import { readSnapshot } from "../src/core/formats/read";
 import { summarize } from "../src/core/model/summary";
 import { Engine } from "../workers/engine";
-import { WARM_UP_VARIANTS, warmUpSlice, warmUpSnapshot } from "../workers/warm-up";
+import { cancelWarmUp, WARM_UP_VARIANTS, warmUp, warmUpSlice, warmUpSnapshot } from "../workers/warm-up";
 import { fingerprint } from "./helpers/model";
 import { python } from "./helpers/python";
 
@@ -103,5 +103,19 @@ describe.each(WARM_UP_VARIANTS)("warm-up snapshot, %s", (variant) => {
       });
       expect(fingerprint(sliced)).toEqual(fingerprint(whole));
     }
+  });
+});
+
+describe("warm-up rounds", () => {
+  it("stop() ends them before the next round; a file arriving (as the worker does it) ends them early", async () => {
+    let calls = 0;
+    expect(await warmUp(50, () => ++calls > 3)).toBe(3);
+    // the worker: a side opens a file, so stop() turns true and the round in progress is cancelled
+    let inUse = false;
+    const running = warmUp(50, () => inUse);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    inUse = true;
+    cancelWarmUp();
+    expect(await running).toBeLessThan(50);
   });
 });

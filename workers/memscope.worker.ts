@@ -8,12 +8,13 @@ import * as Comlink from "comlink";
 import type { MemscopeApi, WorkerApi } from "./api";
 import { compareEngines } from "./compare";
 import { Engine } from "./engine";
-import { warmUp } from "./warm-up";
+import { cancelWarmUp, warmUp } from "./warm-up";
 
 function sideApi(engine: Engine): MemscopeApi {
   return {
     open: (file, name, onProgress) => {
       inUse = true;
+      cancelWarmUp();
       return engine.open(file, name, onProgress);
     },
     cancel: () => engine.cancel(),
@@ -83,7 +84,9 @@ const api: WorkerApi = {
     return s;
   },
   compare: async (base) => compareEngines(engines[base], engines[base === 0 ? 1 : 0]),
-  warmUp: (rounds) => warmUp(rounds, () => inUse),
+  warmUp: async (rounds) => {
+    await warmUp(rounds, () => inUse);
+  },
 };
 
 Comlink.expose(api);

@@ -584,20 +584,32 @@ export function warmUpSlice(i: number): number {
 }
 export const WARM_UP_VARIANTS: readonly WarmUpVariant[] = ["segments-first", "traces-first"];
 
+/** The engine of the round in progress, if any. */
+let warming: Engine | null = null;
+
+/** Ends the round in progress at its next slice: a user's file should not share the thread with it. */
+export function cancelWarmUp(): void {
+  warming?.cancel();
+}
+
 /**
  * Opens the warm-up snapshots `rounds` times (each variant in each slicing), asking each time for what
- * the page asks for once a file is open. Stops before the next round once `stop()` is true.
+ * the page asks for once a file is open. Stops before the next round once `stop()` is true, or at once
+ * on cancelWarmUp(). Returns the rounds completed.
  */
-export async function warmUp(rounds: number, stop: () => boolean = () => false): Promise<void> {
+export async function warmUp(rounds: number, stop: () => boolean = () => false): Promise<number> {
   const files = WARM_UP_VARIANTS.map((v) => new Blob([warmUpSnapshot(v) as Uint8Array<ArrayBuffer>]));
-  for (let i = 0; i < rounds && !stop(); i++) {
+  let i = 0;
+  for (; i < rounds && !stop(); i++) {
     const engine = new Engine();
+    warming = engine;
     const first = warmUpSlice(i);
     const r = await engine.open(files[i % files.length], "warm-up.pickle", undefined, {
       first,
       max: first * 4,
     });
-    if (!r.ok) return;
+    warming = null;
+    if (!r.ok) return i; // cancelled (cancelWarmUp)
     const replay = engine.panel(0).replay;
     if (replay) {
       engine.timeline({ device: 0, axis: "time", x0: replay.t0, x1: replay.t1 + 1, buckets: 1200 });
@@ -609,4 +621,5 @@ export async function warmUp(rounds: number, stop: () => boolean = () => false):
     // a macrotask between rounds, so that a real request waits for one round at most
     await new Promise((resolve) => setTimeout(resolve, 0));
   }
+  return i;
 }
