@@ -30,10 +30,12 @@ def write_pickle(path, obj, protocol=4):
         pickle.dump(obj, f, protocol=protocol)
 
 
-def known(out, layout="cuda-all", paths="linux", moment="step2", protocol=4, truncate_trace=None):
+def known(out, layout="cuda-all", paths="linux", moment="step2", protocol=4, truncate_trace=None,
+          record_from="start", streams=1, workspace="inactive"):
     """The known-composition run (3 x bf16 Linear(2048, 2048) + AdamW + 512x2048 input) at one moment.
     Writes OUT, OUT.counters.json and OUT.truth.json; returns the truth dict."""
-    snap, tally, truth, counters = knownrun.build(layout, paths, moment, truncate_trace)
+    snap, tally, truth, counters = knownrun.build(layout, paths, moment, truncate_trace, record_from, streams,
+                                                  workspace)
     write_pickle(out, snap, protocol)
     truth["protocol"] = protocol
     truth["tally"] = tally
@@ -102,6 +104,13 @@ def main(argv=None):
     k.add_argument("--protocol", type=int, choices=range(0, 6), default=4)
     k.add_argument("--truncate-trace", type=int, default=None, metavar="N",
                    help="keep only the newest N trace entries (the allocator's ring buffer)")
+    k.add_argument("--record-from", choices=list(knownrun.RECORD_FROM), default="start",
+                   help="when _record_memory_history was called: at the start, right after model.to(), or "
+                        "after step 1's opt.step() + synchronize")
+    k.add_argument("--streams", type=int, choices=list(knownrun.STREAMS), default=1,
+                   help="2: a fresh x each step on a side (copy) stream, record_stream'd onto the main stream")
+    k.add_argument("--workspace", choices=list(knownrun.WORKSPACE), default="inactive",
+                   help="npu only: whether torch_npu's workspace block is in use at the dump")
     k.add_argument("out")
 
     d = sub.add_parser("demo", help=demo.__doc__.splitlines()[0])
@@ -134,7 +143,10 @@ def main(argv=None):
 
     a = p.parse_args(argv)
     if a.cmd == "known":
-        known(a.out, a.layout, a.paths, a.moment, a.protocol, a.truncate_trace)
+        if a.workspace == "active" and a.layout != "npu":
+            p.error("--workspace active needs --layout npu")
+        known(a.out, a.layout, a.paths, a.moment, a.protocol, a.truncate_trace, a.record_from, a.streams,
+              a.workspace)
     elif a.cmd == "demo":
         demo(a.out)
     elif a.cmd == "variants":

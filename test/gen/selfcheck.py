@@ -122,7 +122,11 @@ def check_known(tmp):
         check(a["parameters"] == 3 * (8 * MiB + per) and a["gradients"] == 3 * (8 * MiB + per) and
               a["optimizer_state"] == 6 * (8 * MiB + per) and a["input"] == 2 * MiB + per and a["activations"] == 0,
               f"known {layout}: step2 composition 24/24/48/2 MiB, no activations")
-        check(c["activations"] == 10 * MiB + 2 * per, f"known {layout}: mid_backward holds 10 MiB of activations")
+        check(c["temporary"] == 10 * MiB + 2 * per and c["activations"] == 0,
+              f"known {layout}: mid_backward holds 10 MiB of temporaries (in-flight gradients), no activations")
+        pk = truths[(layout, "linux", "step2")]["peak"]["categories"]
+        check(pk["temporary"] == 3 * (8 * MiB + per) and pk["optimizer_state"] == 6 * (8 * MiB + per) and
+              pk["workspace"] == 0, f"known {layout}: peak holds 24 MiB of sqrt temporaries, 48 MiB of state")
     # protocols and truncation
     for proto in range(6):
         out = os.path.join(tmp, f"known-p{proto}.pickle")
@@ -141,6 +145,153 @@ def check_known(tmp):
         elif e["action"] == "free_requested" and e["addr"] not in seen:
             orphans.append(e)
     check(len(orphans) > 0, "known --truncate-trace 60: frees of allocations that fell out are present")
+
+
+def rounded(n, npu):
+    n += 32 if npu else 0
+    return max(512, -(-n // 512) * 512)
+
+
+def replay_window(obj):
+    """Replay of a trace that may have started late (record-from) or been cut: allocations made before it
+    are unknown until their free appears. Returns the workspace addresses (torch_npu's prepended entries),
+    live {addr: requested} of allocations made in the trace, early {addr: requested} frees of allocations made
+    before it (with the event index), segments made in the trace, requested bytes relative to the start at
+    each event, and the events' streams."""
+    tr = obj["device_traces"][0]
+    ws = set()
+    start = 0
+    while start < len(tr) and tr[start]["action"] == "workspace_snapshot":
+        ws.add(tr[start]["addr"])
+        start += 3
+    live, early, segs, rel, req = {}, [], {}, [], 0
+    for i in range(len(tr)):
+        if i < start:
+            rel.append(None)
+            continue
+        e = tr[i]
+        a = e["action"]
+        if a == "alloc":
+            live[e["addr"]] = e["size"]
+            req += e["size"]
+        elif a == "free_requested":
+            if e["addr"] in live:
+                req -= live[e["addr"]]
+            else:
+                early.append((i, e["addr"], e["size"]))
+                req -= e["size"]
+        elif a == "free_completed":
+            live.pop(e["addr"], None)
+        elif a == "segment_alloc":
+            segs[e["addr"]] = e["size"]
+        elif a == "segment_free":
+            segs.pop(e["addr"], None)
+        rel.append(req)
+    return ws, live, early, segs, rel
+
+
+def check_known_options(tmp):
+    """The record-from / streams / workspace options: py_inspect agrees, the trace replays onto the written
+    segments, frames vanish exactly from what was allocated before recording, the truth's extras hold."""
+    combos = [
+        ("cuda-all", "step2", "after-build", 1, "inactive"),
+        ("cuda-all", "step2", "after-step1", 1, "inactive"),
+        ("cuda-all", "mid_backward", "after-step1", 1, "inactive"),
+        ("cuda-python", "step3", "after-build", 1, "inactive"),
+        ("cuda-python", "step2", "after-step1", 1, "inactive"),
+        ("cuda-all", "step2", "start", 2, "inactive"),
+        ("cuda-python", "step3", "start", 2, "inactive"),
+        ("cuda-all", "step3", "after-step1", 2, "inactive"),
+        ("npu", "step2", "start", 1, "active"),
+        ("npu", "step2", "after-build", 1, "inactive"),
+        ("npu", "mid_backward", "after-step1", 2, "active"),
+        ("cuda-all", "step2", "start", 1, "inactive"),
+        ("npu", "step3", "start", 1, "inactive"),
+    ]
+    ref = {}
+    for layout, moment, rf, streams, ws_opt in combos:
+        name = f"known {layout} {moment} --record-from {rf} --streams {streams} --workspace {ws_opt}"
+        out = os.path.join(tmp, f"known-{layout}-{moment}-{rf}-s{streams}-{ws_opt}.pickle")
+        truth = generate.known(out, layout, "linux", moment, record_from=rf, streams=streams, workspace=ws_opt)
+        got, obj = inspect(out)
+        npu = layout == "npu"
+        late = rf != "start"
+        snap = truth["snapshot"]
+        check(same_counts(got, truth["tally"]), name + ": py_inspect agrees with the truth tally")
+        check(sum(snap["categories"].values()) == got["totals"]["allocatedBytes"] == snap["allocatedBytes"],
+              name + ": categories sum to allocated_size")
+        wsaddr, live, early, tsegs, rel = replay_window(obj)
+        blocks, fsegs, frames_of, seg_frames, alive = {}, {}, {}, {}, {}
+        for sg in obj["segments"]:
+            if sg["address"] in wsaddr:
+                continue
+            fsegs[sg["address"]] = sg["total_size"]
+            seg_frames[sg["address"]] = sg["frames"]
+            for b in sg["blocks"]:
+                if b["state"] != "inactive":
+                    blocks[b["address"]] = b["requested_size"]
+                if b["state"] == "active_allocated":
+                    alive[b["address"]] = b["requested_size"]
+                    frames_of[b["address"]] = b["frames"]
+        pre = {a: r for a, r in alive.items() if a not in live}  # live blocks the trace never allocated
+        check(all(blocks.get(a) == r for a, r in live.items()) and set(blocks) - set(live) == set(pre),
+              name + ": replayed allocations == active blocks (the rest allocated before recording)")
+        check(all(fsegs.get(a) == v for a, v in tsegs.items()) and
+              all(seg_frames[a] == [] for a in fsegs if a not in tsegs),
+              name + ": replayed segments are written; the others (made before recording) have no frames")
+        unrec = {b["address"] for b in truth["liveBlocks"] if b.get("recorded") is False}
+        check(set(pre) == unrec - wsaddr and all(frames_of[a] == [] for a in pre) and (late or not pre),
+              name + ": blocks without an alloc in the trace == truth's unrecorded blocks, all without frames")
+        if layout != "cuda-python":
+            check(all((frames_of[a] == []) == (a in pre) for a in frames_of),
+                  name + ": every recorded live block has frames")
+        # requested bytes: the absolute level at the end is known from the blocks, so the start level is too
+        base_req = sum(alive.values()) - rel[-1]
+        vals = [(r, -i) for i, r in enumerate(rel) if r is not None]
+        top, neg_i = max(vals)
+        check(truth["peakRequested"] == {"bytes": base_req + top, "eventIndex": -neg_i} and
+              (late or base_req == 0), name + ": replayed requested peak == truth")
+        # bytes of pre-recording allocations alive at the peak: frees after it + those still alive
+        pi = truth["peak"]["eventIndex"]
+        un_at_peak = sum(rounded(r, npu) for i, _a, r in early if i > pi) + sum(rounded(r, npu) for r in pre.values())
+        uc = truth["peak"].get("unrecordedCategories", {})
+        check(sum(uc.values()) == un_at_peak and sum(snap.get("unrecordedCategories", {}).values()) ==
+              sum(b["size"] for b in truth["liveBlocks"] if b.get("recorded") is False),
+              name + ": unrecorded bytes at the peak and the dump match the file")
+        check(late == ("recordFrom" in truth and "unrecordedCategories" in snap and
+                       all("recorded" in b for b in truth["liveBlocks"])), name + ": record-from fields iff late")
+        counters = json.load(open(out + ".counters.json"))
+        wsb = snap.get("workspaceBytes", 0)
+        check(counters["memory_allocated"] == snap["allocatedBytes"] - wsb and
+              counters["memory_reserved"] == snap["reservedBytes"] and
+              counters["max_memory_allocated"] == truth["maxMemoryAllocated"] and
+              truth["peak"]["allocatedBytes"] <= truth["maxMemoryAllocated"],
+              name + ": counters sidecar agrees (allocated counters exclude the workspace)")
+        if ws_opt == "active":
+            wseg = [sg for sg in obj["segments"] if sg["address"] in wsaddr]
+            check(len(wseg) == 1 and wseg[0]["allocated_size"] == wseg[0]["active_size"] == wsb == 8 * MiB ==
+                  snap["categories"]["workspace"] and wseg[0]["blocks"][0]["state"] == "active_allocated" and
+                  truth["peak"]["categories"]["workspace"] == 0,
+                  name + ": workspace in use: its segment allocated, in the categories, not in the peak")
+            check((wseg[0]["frames"] == []) == (rf == "after-step1"),
+                  name + ": workspace frames only when allocated while recording")
+        if streams == 2:
+            side = {e["stream"] for e in obj["device_traces"][0]
+                    if e["stream"] != obj["segments"][0]["stream"] and e["action"] != "snapshot"}
+            tr = obj["device_traces"][0]
+            gaps = [j - i for i, e in enumerate(tr) if e["action"] == "free_requested" and e["stream"] in side
+                    for j in range(i + 1, len(tr)) if tr[j]["action"] == "free_completed" and
+                    tr[j]["addr"] == e["addr"]][:1]
+            check(len(side) == 1 and gaps and gaps[0] > 1, name + ": x on a side stream, deferred free_completed")
+        if (layout, moment) not in ref:
+            ref[(layout, moment)] = generate.known(os.path.join(tmp, f"ref-{layout}-{moment}.pickle"), layout,
+                                                   "linux", moment)
+        r = ref[(layout, moment)]
+        check(dict(snap["categories"], workspace=0) == r["snapshot"]["categories"] and
+              truth["peak"]["allocatedBytes"] == r["peak"]["allocatedBytes"] and
+              truth["peak"]["categories"] == r["peak"]["categories"] and
+              truth["maxMemoryAllocated"] == r["maxMemoryAllocated"],
+              name + ": same composition, peak and max_memory_allocated as the default run")
 
 
 def check_variants(tmp):
@@ -214,6 +365,7 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     try:
         check_known(tmp)
+        check_known_options(tmp)
         check_variants(tmp)
         check_hostile(tmp)
         check_random(tmp)

@@ -4,6 +4,12 @@
 
 import { BlockState, EMPTY_STACK, NO_STRING, type SnapshotModel } from "../model/types";
 import {
+  type BlockAttribution,
+  inferBeforeTrace,
+  newBeforeArrays,
+  type TraceAttribution,
+} from "./before-trace";
+import {
   isAutogradNodeApply,
   isGeneratedPython,
   isInstalledPath,
@@ -26,7 +32,9 @@ import {
   RULES,
   RuleId,
 } from "./rules";
+import { Kind, refineFromTrace } from "./trace-rules";
 
+export { isInferredRule, NO_BEFORE_CATEGORY } from "./before-trace";
 export { CATEGORY_NAMES, Category, type CategoryName, RULES } from "./rules";
 
 /** How a call site was chosen. */
@@ -57,7 +65,18 @@ export interface RuleInfo {
   name: string;
   description: string;
   category: string | null;
+  /** The rule infers a category from sizes and lifetimes (no stack says it). */
+  inferred: boolean;
 }
+
+/** Why memory is "unknown" (JSON keys of `unknownBytesByReason`). */
+export const UNKNOWN_REASONS = [
+  "before-recording",
+  "ring-buffer-evicted",
+  "no-stacks-recorded",
+  "reconstructed",
+] as const;
+export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
 
 export interface Attribution {
   /** The 7 category names; index = category id. */
@@ -74,6 +93,12 @@ export interface Attribution {
   stackCategory: Uint8Array;
   stackSite: Int32Array;
   stackRule: Uint8Array;
+  /**
+   * Per stack, for stacks whose site is the user's own code: the library function that line called (the
+   * Python frame just inside it) and the innermost meaningful library frame (site ids; -1 none).
+   */
+  stackLibrary: Int32Array;
+  stackLibraryInnermost: Int32Array;
   blockCategory: Uint8Array;
   blockSite: Int32Array;
   blockRule: Uint8Array;
@@ -81,11 +106,26 @@ export interface Attribution {
   traceCategory: Uint8Array[];
   traceSite: Int32Array[];
   traceRule: Uint8Array[];
+  /**
+   * Per trace, for the free entries that close an allocation made before the trace: that allocation's
+   * inferred category (NO_BEFORE_CATEGORY: nothing inferred), rule and site. The replay reads them.
+   */
+  traceBeforeCategory: Uint8Array[];
+  traceBeforeRule: Uint8Array[];
+  traceBeforeSite: Int32Array[];
+  /** Per block: 1 when its allocation is in the trace (same address, same stack). */
+  blockInTrace: Uint8Array;
+  /** Per block: 1 when it belongs to a torch_npu workspace segment. */
+  blockWorkspace: Uint8Array;
+  /** Blocks and trace entries with no stack: why (UNKNOWN_REASONS) for an active block, from what the file shows. */
+  unknownReasonOfBlock: (block: number) => UnknownReason;
 }
 
 export const NO_STACK_SITE = 0;
 /** A frame-less allocation that the trace shows came from the autograd engine (stacks='python' files). */
 export const ENGINE_NO_STACK_SITE = 1;
+/** Memory allocated before recording began whose category was inferred (sizes and lifetimes). */
+export const BEFORE_RECORDING_SITE = 2;
 
 const RULE_PROFILER = RuleId["profiler-category"];
 const RULE_NO_STACK = RuleId["no-stack"];
@@ -93,26 +133,11 @@ const RULE_OWN_CONSTRUCTOR = RuleId["own-constructor"];
 const RULE_OWN_CODE = RuleId["own-code"];
 const RULE_NO_RULE = RuleId["no-rule"];
 const RULE_AUTOGRAD_ENGINE = RuleId["autograd-engine"];
-const RULE_ACCUMULATE_GRAD = RuleId["accumulate-grad"];
 const RULE_IN_FLIGHT = RuleId["backward-in-flight"];
 const RULE_ENGINE_NO_STACK = RuleId["engine-no-stack"];
-const RULE_LOSS = RuleId["loss-computation"];
+const RULE_BACKWARD_CALL = RuleId["backward-call"];
+const RULE_WORKSPACE = RuleId["npu-workspace"];
 
-/** Phase of a trace entry, from its stack's rule: what the program was doing. */
-const Phase = { none: 0, forward: 1, backward: 2, optimizer: 3, parameters: 4 } as const;
-const PHASE_OF_RULE: Record<string, number> = {
-  forward: Phase.forward,
-  "accumulate-grad": Phase.backward,
-  "autograd-engine": Phase.backward,
-  "backward-call": Phase.backward,
-  optimizer: Phase.optimizer,
-  "module-to": Phase.parameters,
-  "load-weights": Phase.parameters,
-  "init-weights": Phase.parameters,
-  "data-parallel-replicate": Phase.parameters,
-  "own-constructor": Phase.parameters,
-};
-const RULE_PHASE = RULES.map((r) => PHASE_OF_RULE[r.id] ?? Phase.none);
 const FRAME_RULES = RULES.map((r, i) => ({ r, i })).filter(({ r }) => r.scope === "frame");
 
 // Per-frame classification bits.
@@ -129,12 +154,23 @@ interface FrameClass {
   bits: Uint8Array;
   /** Frame rule index of the first matching marker, or -1. */
   marker: Int16Array;
+  /** 1 for library frames that only pass a call on (Module.__call__, decorators): never named as the library. */
+  wrapper: Uint8Array;
+  /** Some Python frame is Adam's (adam.py, adamw.py, _multi_tensor_adam, FusedAdam…). */
+  adamLike: boolean;
 }
+
+/** Library frames that only forward a call: skipped when naming the library function a line called. */
+const WRAPPER_FRAME =
+  /\/torch\/nn\/modules\/module\.py$|\/torch\/utils\/_contextlib\.py$|\/torch\/autograd\/grad_mode\.py$|\/torch\/_dynamo\/eval_frame\.py$|\/(?:functools|contextlib)\.py$/;
+const ADAM = /adam/i;
 
 function classifyFrames(model: SnapshotModel): FrameClass {
   const { frames, strings } = model;
   const bits = new Uint8Array(frames.length);
   const marker = new Int16Array(frames.length).fill(-1);
+  const wrapper = new Uint8Array(frames.length);
+  let adamLike = false;
   const fileCache = new Map<
     number,
     { isPython: boolean; isOwn: boolean; path: string; generated: boolean; stdlib: boolean }
@@ -164,6 +200,8 @@ function classifyFrames(model: SnapshotModel): FrameClass {
       if (facts.isTorch) b |= F_TORCH;
       if (file.generated) b |= F_GENERATED;
       if (file.stdlib) b |= F_STDLIB;
+      if (WRAPPER_FRAME.test(file.path)) wrapper[f] = 1;
+      if (!adamLike && !file.isOwn && (ADAM.test(name) || ADAM.test(pathTail(file.path, 1)))) adamLike = true;
     } else {
       const filename = strings[fid] ?? "";
       if (isMachineryFrame(name)) b |= F_MACHINERY;
@@ -178,7 +216,7 @@ function classifyFrames(model: SnapshotModel): FrameClass {
       }
     }
   }
-  return { bits, marker };
+  return { bits, marker, wrapper, adamLike };
 }
 
 class SiteTable {
@@ -202,6 +240,16 @@ class SiteTable {
       via: "no-stack",
       label: "autograd engine (no stack recorded)",
       portableKey: "autograd engine (no stack recorded)",
+    },
+    {
+      key: "allocated before recording (inferred)",
+      filename: "",
+      line: 0,
+      name: "allocated before recording (inferred)",
+      frameIndex: -1,
+      via: "no-stack",
+      label: "allocated before recording (inferred)",
+      portableKey: "allocated before recording (inferred)",
     },
   ];
   private readonly ids = new Map<number, number>();
@@ -240,13 +288,15 @@ class SiteTable {
 
 /** Attributes every distinct stack of the model, then every block and trace entry by lookup. */
 export function attribute(model: SnapshotModel): Attribution {
-  const { bits, marker } = classifyFrames(model);
+  const { bits, marker, wrapper, adamLike } = classifyFrames(model);
   const siteTable = new SiteTable(model);
   const { offsets, frameIds } = model.stacks;
   const nStacks = model.stacks.length;
   const stackCategory = new Uint8Array(nStacks);
   const stackSite = new Int32Array(nStacks);
   const stackRule = new Uint8Array(nStacks);
+  const stackLibrary = new Int32Array(nStacks).fill(-1);
+  const stackLibraryInnermost = new Int32Array(nStacks).fill(-1);
 
   for (let s = 0; s < nStacks; s++) {
     const start = offsets[s];
@@ -267,6 +317,9 @@ export function attribute(model: SnapshotModel): Attribution {
     let nativeAt = -1; // innermost native frame worth naming
     let nodeAt = -1; // innermost autograd node apply
     let notMachineryAt = -1;
+    let calledAt = -1; // the library frame the own-code line called (outermost library frame inside it)
+    let libMeaningfulAt = -1; // innermost library frame that is not a wrapper (third-party first)
+    let torchMeaningfulAt = -1;
     for (let i = start; i < end; i++) {
       const f = frameIds[i];
       const b = bits[f];
@@ -276,13 +329,21 @@ export function attribute(model: SnapshotModel): Attribution {
         if (b & F_OWN) {
           if (ownAt < 0) ownAt = i;
           if (codeAt < 0) codeAt = i;
-        } else if (b & F_TORCH) {
-          if (torchPyAt < 0) torchPyAt = i;
-        } else if (b & F_STDLIB) {
-          if (stdAt < 0) stdAt = i;
         } else {
-          if (libAt < 0) libAt = i;
-          if (codeAt < 0) codeAt = i;
+          if (ownAt < 0 && !wrapper[f] && !(b & F_STDLIB)) {
+            calledAt = i;
+            if (b & F_TORCH) {
+              if (torchMeaningfulAt < 0) torchMeaningfulAt = i;
+            } else if (libMeaningfulAt < 0) libMeaningfulAt = i;
+          }
+          if (b & F_TORCH) {
+            if (torchPyAt < 0) torchPyAt = i;
+          } else if (b & F_STDLIB) {
+            if (stdAt < 0) stdAt = i;
+          } else {
+            if (libAt < 0) libAt = i;
+            if (codeAt < 0) codeAt = i;
+          }
         }
       } else {
         if (nativeAt < 0 && b & F_NATIVE_SITE) nativeAt = i;
@@ -313,6 +374,13 @@ export function attribute(model: SnapshotModel): Attribution {
     else if (notMachineryAt >= 0) [at, via] = [notMachineryAt, "innermost-frame"];
     else [at, via] = [start, "innermost-frame"];
     stackSite[s] = siteTable.get(frameIds[at], at - start, via);
+    if (ownAt >= 0 && calledAt >= 0) {
+      stackLibrary[s] = siteTable.get(frameIds[calledAt], calledAt - start, "python-library");
+      const inner = libMeaningfulAt >= 0 ? libMeaningfulAt : torchMeaningfulAt;
+      if (inner >= 0 && inner !== calledAt) {
+        stackLibraryInnermost[s] = siteTable.get(frameIds[inner], inner - start, "python-library");
+      }
+    }
   }
 
   const pythonOnly = isPythonOnly(model, bits);
@@ -332,6 +400,7 @@ export function attribute(model: SnapshotModel): Attribution {
   });
 
   const kinds = actionKinds(model);
+  const workspaceSegments = workspaceSegmentsOf(model);
   /** Addresses of live blocks per device: the allocations worth finding in the trace. */
   const blockAddresses = new Map<number, Set<number>>();
   for (let b = 0; b < model.blocks.length; b++) {
@@ -344,8 +413,11 @@ export function attribute(model: SnapshotModel): Attribution {
   const traceCategory: Uint8Array[] = [];
   const traceSite: Int32Array[] = [];
   const traceRule: Uint8Array[] = [];
-  /** Per device: address → index of the last alloc there (where a live block's allocation is). */
-  const lastAllocByDevice = new Map<number, { trace: number; at: Map<number, number> }>();
+  const traceBeforeCategory: Uint8Array[] = [];
+  const traceBeforeRule: Uint8Array[] = [];
+  const traceBeforeSite: Int32Array[] = [];
+  /** Per device: the first trace of it (where a live block's allocation is), with its lifetimes. */
+  const traceOfDevice = new Map<number, { trace: number; attr: TraceAttribution }>();
   for (let d = 0; d < model.traces.length; d++) {
     const t = model.traces[d];
     const cat = new Uint8Array(t.length);
@@ -356,8 +428,12 @@ export function attribute(model: SnapshotModel): Attribution {
       site[i] = stackSite[s];
       cat[i] = stackCategory[s];
       rule[i] = stackRule[s];
+      if (t.isWorkspace[i]) {
+        cat[i] = Category.workspace;
+        rule[i] = RULE_WORKSPACE;
+      }
     }
-    const lastAlloc = refineFromTrace(
+    const lifetimes = refineFromTrace(
       t,
       kinds,
       pythonOnly,
@@ -380,10 +456,19 @@ export function attribute(model: SnapshotModel): Attribution {
         }
       }
     }
+    const before = newBeforeArrays(t.length);
     traceCategory.push(cat);
     traceSite.push(site);
     traceRule.push(rule);
-    if (!lastAllocByDevice.has(t.device)) lastAllocByDevice.set(t.device, { trace: d, at: lastAlloc });
+    traceBeforeCategory.push(before.beforeCategory);
+    traceBeforeRule.push(before.beforeRule);
+    traceBeforeSite.push(before.beforeSite);
+    if (!traceOfDevice.has(t.device)) {
+      traceOfDevice.set(t.device, {
+        trace: d,
+        attr: { trace: t, lifetimes, category: cat, rule, site, ...before },
+      });
+    }
   }
 
   const anyProfiler = profiler.some((p) => p !== null);
@@ -391,26 +476,69 @@ export function attribute(model: SnapshotModel): Attribution {
   const blockCategory = new Uint8Array(nBlocks);
   const blockSite = new Int32Array(nBlocks);
   const blockRule = new Uint8Array(nBlocks);
+  const blockInTrace = new Uint8Array(nBlocks);
+  const blockWorkspace = new Uint8Array(nBlocks);
   for (let b = 0; b < nBlocks; b++) {
     const s = model.blocks.stack[b];
     blockSite[b] = stackSite[s];
     blockCategory[b] = stackCategory[s];
     blockRule[b] = stackRule[s];
+    if (workspaceSegments.has(model.blocks.segment[b])) {
+      blockWorkspace[b] = 1;
+      blockCategory[b] = Category.workspace;
+      blockRule[b] = RULE_WORKSPACE;
+      continue;
+    }
+    if (model.blocks.state[b] === BlockState.inactive) continue;
     // The block's own allocation in the trace, when there is one, carries the refined category (trace
     // rules, profiler category); the same stack guards against a stale address match.
-    const base = stackRule[s];
-    const refinable =
-      base === RULE_AUTOGRAD_ENGINE || base === RULE_OWN_CODE || (s === EMPTY_STACK && pythonOnly);
-    if ((!refinable && !anyProfiler) || model.blocks.state[b] === BlockState.inactive) continue;
     const dev = model.segments.device[model.blocks.segment[b]];
-    const entry = lastAllocByDevice.get(dev);
-    const i = entry?.at.get(model.blocks.address[b]);
+    const entry = traceOfDevice.get(dev);
+    const i = entry?.attr.lifetimes.lastAlloc.get(model.blocks.address[b]);
     if (entry === undefined || i === undefined) continue;
     if (model.traces[entry.trace].stack[i] !== s) continue;
+    blockInTrace[b] = 1;
+    const base = stackRule[s];
+    const refinable =
+      base === RULE_AUTOGRAD_ENGINE ||
+      base === RULE_OWN_CODE ||
+      base === RULE_BACKWARD_CALL ||
+      (s === EMPTY_STACK && pythonOnly);
+    if (!refinable && !anyProfiler) continue;
     blockCategory[b] = traceCategory[entry.trace][i];
     blockRule[b] = traceRule[entry.trace][i];
     blockSite[b] = traceSite[entry.trace][i];
   }
+
+  // Memory with no stack: inferred from sizes and lifetimes, per device.
+  const blockAttr: BlockAttribution = {
+    category: blockCategory,
+    rule: blockRule,
+    site: blockSite,
+    inTrace: blockInTrace,
+  };
+  const devices = new Set<number>(traceOfDevice.keys());
+  for (let s = 0; s < model.segments.length; s++) devices.add(model.segments.device[s]);
+  for (const dev of devices) {
+    inferBeforeTrace(
+      model,
+      dev,
+      traceOfDevice.get(dev)?.attr ?? null,
+      blockAttr,
+      stackCategory,
+      stackRule,
+      kinds,
+      adamLike,
+      BEFORE_RECORDING_SITE,
+    );
+  }
+
+  const anyFrames = model.stacks.length > 1;
+  const unknownReasonOfBlock = (b: number): UnknownReason => {
+    if (!anyFrames || blockInTrace[b]) return "no-stacks-recorded";
+    if (model.blocks.addressComputed[b]) return "reconstructed";
+    return "before-recording";
+  };
 
   return {
     categoryNames: CATEGORY_NAMES,
@@ -419,18 +547,27 @@ export function attribute(model: SnapshotModel): Attribution {
       name: r.id,
       description: r.description,
       category: r.category >= 0 ? CATEGORY_NAMES[r.category] : null,
+      inferred: r.inferred === true,
     })),
     sites: siteTable.sites,
     noStackReasons: noStackReasons(model, bits),
     stackCategory,
     stackSite,
     stackRule,
+    stackLibrary,
+    stackLibraryInnermost,
     blockCategory,
     blockSite,
     blockRule,
     traceCategory,
     traceSite,
     traceRule,
+    traceBeforeCategory,
+    traceBeforeRule,
+    traceBeforeSite,
+    blockInTrace,
+    blockWorkspace,
+    unknownReasonOfBlock,
   };
 }
 
@@ -451,114 +588,38 @@ const MEMORY_ACTIONS = new Set([
   "segment_unmap",
 ]);
 
-/** Per action id: 2 alloc, 3 free_requested / free_completed, 4 another memory action, 0 the rest. */
+/** Per action id: the Kind the trace rules read (alloc, free, another memory action, the rest). */
 function actionKinds(model: SnapshotModel): Uint8Array {
   return Uint8Array.from(model.actionNames, (a) =>
-    a === "alloc" ? 2 : a === "free_requested" || a === "free_completed" ? 3 : MEMORY_ACTIONS.has(a) ? 4 : 0,
+    a === "alloc"
+      ? Kind.alloc
+      : a === "free_requested" || a === "free_completed"
+        ? Kind.free
+        : MEMORY_ACTIONS.has(a)
+          ? Kind.memory
+          : Kind.other,
   );
 }
 
 /**
- * The trace refinements (rules.ts, scope "trace"), applied to the alloc entries of one device trace in
- * place. Returns, for the addresses in `blockAddresses`, the index of the last alloc there (a live block's
- * allocation).
- *  - An engine-made allocation (autograd-engine frames; in a stacks='python' file, an alloc with no frames)
- *    is a gradient if some main-thread event (a non-engine entry with a stack) happened between it and its
- *    free — it outlived its backward, AccumulateGrad kept it as .grad — and in flight otherwise.
- *  - The user's own allocation whose previous phase entry is a forward and whose next one is a backward is
- *    the loss computation.
- * torch_npu workspace entries (prepended, out of time order) take no part.
+ * Segments of torch_npu's workspace allocator: those at an address that a prepended workspace entry
+ * (`workspace_snapshot` / `segment_alloc` / `alloc` with isWorkspace) of the same device names.
  */
-function refineFromTrace(
-  t: SnapshotModel["traces"][number],
-  kinds: Uint8Array,
-  pythonOnly: boolean,
-  stackRule: Uint8Array,
-  cat: Uint8Array,
-  rule: Uint8Array,
-  blockAddresses: Set<number> | undefined,
-): Map<number, number> {
-  const n = t.length;
-  const engine = new Uint8Array(n);
-  const mainPrefix = new Int32Array(n + 1);
-  const phase = new Uint8Array(n);
-  let anyEngine = false;
-  for (let i = 0; i < n; i++) {
-    const k = kinds[t.action[i]];
-    let main = 0;
-    if (k !== 0 && !t.isWorkspace[i]) {
-      const s = t.stack[i];
-      if (s === EMPTY_STACK) {
-        if (pythonOnly && k !== 4) {
-          engine[i] = 1;
-          phase[i] = Phase.backward;
-          anyEngine = true;
-        }
-      } else {
-        const r = stackRule[s];
-        if (r === RULE_ACCUMULATE_GRAD)
-          engine[i] = 2; // a gradient whatever happens next
-        else if (r === RULE_AUTOGRAD_ENGINE) {
-          engine[i] = 1;
-          anyEngine = true;
-        } else main = 1;
-        phase[i] = RULE_PHASE[r];
-      }
-    }
-    mainPrefix[i + 1] = mainPrefix[i] + main;
-  }
-  // Where each engine-made allocation ends: its free_requested (the program's free), else free_completed.
-  const end = new Int32Array(n).fill(n);
-  const lastAlloc = new Map<number, number>();
-  const open = new Map<number, number>();
-  for (let i = 0; i < n; i++) {
-    const k = kinds[t.action[i]];
-    if ((k !== 2 && k !== 3) || t.isWorkspace[i]) continue;
-    const addr = t.addr[i];
-    if (k === 2) {
-      if (blockAddresses?.has(addr)) lastAlloc.set(addr, i);
-      if (anyEngine) {
-        if (engine[i] === 1) open.set(addr, i);
-        else if (open.size > 0) open.delete(addr);
-      }
-    } else if (open.size > 0) {
-      const a = open.get(addr);
-      if (a !== undefined) {
-        end[a] = i;
-        open.delete(addr);
-      }
+function workspaceSegmentsOf(model: SnapshotModel): Set<number> {
+  const out = new Set<number>();
+  const byDevice = new Map<number, Set<number>>();
+  for (const t of model.traces) {
+    for (let i = 0; i < t.length; i++) {
+      if (!t.isWorkspace[i]) continue;
+      let set = byDevice.get(t.device);
+      if (!set) byDevice.set(t.device, (set = new Set()));
+      set.add(t.addr[i]);
     }
   }
-  // Nearest phase entry before / after each entry.
-  const prev = new Uint8Array(n);
-  const next = new Uint8Array(n);
-  for (let i = 0, p = 0; i < n; i++) {
-    prev[i] = p;
-    if (phase[i]) p = phase[i];
-  }
-  for (let i = n - 1, p = 0; i >= 0; i--) {
-    next[i] = p;
-    if (phase[i]) p = phase[i];
-  }
-  for (let i = 0; i < n; i++) {
-    if (kinds[t.action[i]] !== 2) continue;
-    const s = t.stack[i];
-    const r = s === EMPTY_STACK ? -1 : stackRule[s];
-    if (engine[i] === 1) {
-      const outlived = mainPrefix[end[i]] - mainPrefix[i + 1] > 0;
-      const fired = outlived
-        ? s === EMPTY_STACK
-          ? RULE_ENGINE_NO_STACK
-          : RULE_AUTOGRAD_ENGINE
-        : RULE_IN_FLIGHT;
-      rule[i] = fired;
-      cat[i] = RULES[fired].category;
-    } else if (r === RULE_OWN_CODE && prev[i] === Phase.forward && next[i] === Phase.backward) {
-      rule[i] = RULE_LOSS;
-      cat[i] = RULES[RULE_LOSS].category;
-    }
-  }
-  return lastAlloc;
+  if (byDevice.size === 0) return out;
+  const seg = model.segments;
+  for (let s = 0; s < seg.length; s++) if (byDevice.get(seg.device[s])?.has(seg.address[s])) out.add(s);
+  return out;
 }
 
 /**

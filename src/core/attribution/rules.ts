@@ -18,6 +18,8 @@ export const CATEGORY_NAMES = [
   "optimizer_state",
   "activations",
   "input",
+  "temporary",
+  "workspace",
   "other",
   "unknown",
 ] as const;
@@ -29,8 +31,10 @@ export const Category = {
   optimizer_state: 2,
   activations: 3,
   input: 4,
-  other: 5,
-  unknown: 6,
+  temporary: 5,
+  workspace: 6,
+  other: 7,
+  unknown: 8,
 } as const satisfies Record<CategoryName, number>;
 
 /** What a frame rule looks at, computed once per distinct frame. */
@@ -47,6 +51,8 @@ export interface FrameFacts {
 export interface Rule {
   id: string;
   category: number;
+  /** The category is inferred from sizes and lifetimes, not read from the allocation's own stack. */
+  inferred?: boolean;
   /**
    * "frame": a marker (nearest frame wins); "innermost": tests the innermost Python frame outside torch and
    * the standard library; "any": always; "special": decided before the stack walk; "trace": a refinement of
@@ -86,7 +92,7 @@ export const RULES: readonly Rule[] = [
     description:
       "A snapshot made from the profiler (_profile_to_snapshot) carries its own category per trace entry; it wins " +
       "(a block takes it from the last alloc at its address). parameter→parameters, gradient→gradients, " +
-      "optimizer_state, activation→activations, input, temporary/autograd_detail→other; the profiler's " +
+      "optimizer_state, activation→activations, input, temporary/autograd_detail→temporary; the profiler's " +
       "'unknown' falls through to the stack rules.",
   },
   {
@@ -95,6 +101,15 @@ export const RULES: readonly Rule[] = [
     scope: "special",
     description:
       "No frames were recorded for this allocation (see the likely reason given with the site): unknown.",
+  },
+  {
+    id: "npu-workspace",
+    category: Category.workspace,
+    scope: "special",
+    description:
+      "A block of torch_npu's workspace allocator (its segment is one of the workspace entries torch_npu " +
+      "prepends to the trace at dump time). Not part of memory_allocated() / max_memory_allocated(), and its " +
+      "timing is not recorded: kept out of the caching allocator's peak and of the snapshot-vs-peak check.",
   },
   {
     id: "accumulate-grad",
@@ -238,12 +253,13 @@ export const RULES: readonly Rule[] = [
   // order of events tells what the stack cannot (index.ts, refineFromTrace).
   {
     id: "backward-in-flight",
-    category: Category.activations,
+    category: Category.temporary,
     scope: "trace",
     description:
-      "Made by the autograd engine and freed before the backward that made it ended, or still alive at a " +
-      "snapshot taken during that backward (no main-thread event after it in the trace): the gradient of an " +
-      "activation, a backward temporary, or a weight gradient not yet accumulated.",
+      "Made by the autograd engine (or by torch's backward() itself: the root gradient) and freed before the " +
+      "backward that made it ended, or still alive at a snapshot taken during that backward (no main-thread " +
+      "event after it in the trace): the gradient of an activation, a backward temporary, or a weight gradient " +
+      "not yet accumulated. The profiler's AUTOGRAD_DETAIL. Checkpointing does not remove it.",
   },
   {
     id: "engine-no-stack",
@@ -259,7 +275,83 @@ export const RULES: readonly Rule[] = [
     scope: "trace",
     description:
       "The user's own code computing on the model's output between a forward and the backward that follows " +
-      "(the loss, e.g. model(x).float().pow(2).mean()): not an input, not a module's activation.",
+      "(the loss, e.g. model(x).float().pow(2).mean()), outliving that backward: the loss itself.",
+  },
+  {
+    id: "loss-intermediate",
+    category: Category.temporary,
+    scope: "trace",
+    description:
+      "The user's own code between a forward and its backward (the loss computation), freed before the " +
+      "backward began: an intermediate of the loss.",
+  },
+  {
+    id: "loss-saved",
+    category: Category.activations,
+    scope: "trace",
+    description:
+      "The user's own code between a forward and its backward (the loss computation), freed during that " +
+      "backward: saved by the loss's ops for backward, like a module's activation.",
+  },
+  {
+    id: "forward-transient",
+    category: Category.temporary,
+    scope: "trace",
+    description:
+      "Made inside a forward and freed before any backward or optimizer step came after it: an intermediate " +
+      "that no backward kept (all of inference's intermediates are). Checkpointing does not remove it.",
+  },
+  {
+    id: "optimizer-scratch",
+    category: Category.temporary,
+    scope: "trace",
+    description:
+      "Made by the optimizer and freed before the program left that optimizer step (no forward or backward " +
+      "between its allocation and its free): scratch such as AdamW-foreach's sqrt buffers, not state. " +
+      "Sharding the optimizer does not shrink it; foreach=False does.",
+  },
+  // ---- Inferred: memory with no stack (allocated before recording began), named from sizes and lifetimes
+  // (index.ts, inferBeforeTrace). Marked as inferred everywhere it is shown.
+  {
+    id: "replaced-in-phase",
+    category: -1,
+    inferred: true,
+    scope: "trace",
+    description:
+      "Inferred. Allocated before recording began (no stack), and freed in the same phase as an allocation " +
+      "of exactly the same size from a known site, which replaces it one for one (a functional optimizer " +
+      "replacing last step's exp_avg): it takes that allocation's category and call site.",
+  },
+  {
+    id: "matches-gradient",
+    category: Category.parameters,
+    inferred: true,
+    scope: "trace",
+    description:
+      "Inferred. Allocated before recording began (no stack), never replaced in the trace, and its size " +
+      "matches a gradient one for one (per size, as many as the most gradients of that size alive at once): " +
+      "the parameter of that gradient. Record from before the model is built to see its own stack.",
+  },
+  {
+    id: "adam-state",
+    category: Category.optimizer_state,
+    inferred: true,
+    scope: "trace",
+    description:
+      "Inferred. Allocated before recording began (no stack), and the optimizer is Adam-like (adam/adamw " +
+      "frames): past the parameters a size's gradients account for, up to two more blocks per parameter of " +
+      "that size are its exp_avg and exp_avg_sq.",
+  },
+  {
+    id: "adam-quartet",
+    category: -1,
+    inferred: true,
+    scope: "trace",
+    description:
+      "Inferred. Allocated before recording began (no stack), no gradient of this size is in the file, the " +
+      "Adam-like optimizer allocates tensors of this size in the trace, and the pre-recording blocks of this " +
+      "size come in fours: per parameter its weight, its .grad (kept across steps, zero_grad(set_to_none=" +
+      "False)) and two Adam moments: ¼ parameters, ¼ gradients, ½ optimizer state.",
   },
 ];
 
@@ -288,7 +380,7 @@ export function profilerCategory(name: string): number {
       return Category.input;
     case "temporary":
     case "autograd_detail":
-      return Category.other;
+      return Category.temporary;
     default:
       return -1;
   }

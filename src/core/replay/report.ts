@@ -5,8 +5,8 @@ import type { CountersSidecar, SnapshotModel } from "../model/types";
 import { exactBytesShort } from "../units";
 import { compositionAt, type SiteShare } from "./peak";
 import { prepareReplay } from "./prepare";
-import { fragmentationAt, oomSummaries, stateAt } from "./state";
-import { type CheckResult, type EventIndex, type Replay, SITE_BEFORE_TRACE } from "./types";
+import { fragmentationAt, liveAllocationsAt, oomSummaries, stateAt } from "./state";
+import { type CheckResult, type EventIndex, Origin, type Replay, SITE_BEFORE_TRACE } from "./types";
 
 /** Attribution as the replay needs it; helper-2's `Attribution` plus the name tables fits. */
 export interface ReplayInputs {
@@ -16,7 +16,17 @@ export interface ReplayInputs {
   traceSite?: (Int32Array | undefined)[];
   blockCategory?: Uint8Array;
   blockSite?: Int32Array;
-  /** Category names in id order (parameters, gradients, optimizer_state, activations, input, other, unknown). */
+  /** Per block: the rule that decided its category (to tell inferred categories). */
+  blockRule?: Uint8Array;
+  /** Per device: for the frees of pre-trace allocations, the inferred category (255: none) and site. */
+  traceBeforeCategory?: (Uint8Array | undefined)[];
+  traceBeforeSite?: (Int32Array | undefined)[];
+  traceBeforeRule?: (Uint8Array | undefined)[];
+  /** Per block: 1 for torch_npu workspace blocks. */
+  blockWorkspace?: Uint8Array;
+  /** Per rule id: 1 when the rule infers (no stack says it). */
+  ruleInferred?: Uint8Array;
+  /** Category names in id order (parameters, gradients, optimizer_state, activations, input, temporary, workspace, other, unknown). */
   categoryNames: string[];
   /** Call-site keys in id order. */
   siteKeys: string[];
@@ -48,6 +58,14 @@ export interface PeakReport {
   topCallSites: CallSiteBytes[];
   /** Bytes at the peak held by allocations made before the trace began. */
   beforeTraceBytes: number;
+  /** Bytes at the peak per category whose category was inferred (no stack says it); same keys. */
+  inferredBytes: Record<string, number>;
+  /**
+   * Whether this is the run's peak: from the counters, or from a trace that starts with nothing allocated
+   * (recording began before any allocation, no ring buffer dropped entries). Otherwise the replayed peak is
+   * only the highest in the recorded window: the run's peak may have come before it.
+   */
+  isRunPeak: boolean;
   /** The peak of the replayed window when the counters' peak is higher (source "counters"). */
   windowPeak: Omit<PeakReport, "windowPeak" | "note"> | null;
   /** max_memory_allocated from the counters sidecar, when given. */
@@ -111,6 +129,9 @@ function replayFor(model: SnapshotModel, inputs: ReplayInputs, device: number): 
     traceSite: inputs.traceSite?.[device],
     blockCategory: inputs.blockCategory,
     blockSite: inputs.blockSite,
+    traceBeforeCategory: inputs.traceBeforeCategory?.[device],
+    traceBeforeSite: inputs.traceBeforeSite?.[device],
+    blockWorkspace: inputs.blockWorkspace,
     categoryCount: Math.max(1, inputs.categoryNames.length),
   });
 }
@@ -160,6 +181,45 @@ function countersPeak(counters: CountersSidecar | null): number | null {
 
 const fmt = exactBytesShort;
 
+/** The trace starts with nothing allocated and frees nothing it did not allocate: it holds the run's peak. */
+export function startsEmpty(r: Replay): boolean {
+  return r.initial.allocatedBytes === 0 && r.anomalies.freesOfAllocationsBeforeTrace === 0;
+}
+
+/**
+ * The inferred rule (rule id) that named allocation k of replay r, or -1 when its category comes from a
+ * stack (or is unknown): allocations made before the trace that took a category from sizes and lifetimes —
+ * a pre-trace block's inferred rule, or the inferred category of the free that ended it.
+ */
+export function inferredRuleOf(r: Replay, k: number, inputs: ReplayInputs): number {
+  const A = r.allocations;
+  if (A.origin[k] === Origin.trace || !inputs.ruleInferred) return -1;
+  const b = A.block[k];
+  if (b >= 0) {
+    const rule = inputs.blockRule ? inputs.blockRule[b] : -1;
+    return rule >= 0 && inputs.ruleInferred[rule] === 1 ? rule : -1;
+  }
+  const before = inputs.traceBeforeCategory?.[r.device];
+  if (!before) return -1;
+  const e = A.origin[k] === Origin.beforeTraceFreed ? A.freeRequestedEvent[k] : A.freeCompletedEvent[k];
+  if (e < 0 || before[e] === 255) return -1;
+  return inputs.traceBeforeRule?.[r.device]?.[e] ?? -1;
+}
+
+/** Allocated bytes per category after event i whose category was inferred (see inferredRuleOf). */
+export function inferredAt(r: Replay, i: EventIndex, inputs: ReplayInputs): Record<string, number> {
+  const out: Record<string, number> = {};
+  const A = r.allocations;
+  const live = liveAllocationsAt(r, i);
+  for (let j = 0; j < live.length; j++) {
+    const k = live[j];
+    if (A.freeRequestedEvent[k] <= i || inferredRuleOf(r, k, inputs) < 0) continue;
+    const name = catName(inputs, A.category[k]);
+    out[name] = (out[name] ?? 0) + A.sizeBytes[k];
+  }
+  return out;
+}
+
 /** Combines per-device trace-replay results into one check. */
 export function combineTraceReplayChecks(replays: Iterable<Replay>): CheckResult {
   const results = [...replays].map((r) => r.check).filter((c) => c.status !== "skipped");
@@ -208,6 +268,8 @@ export function replayReport(
       categories: categoriesRecord(inputs, comp.byCategory),
       topCallSites: sitesList(inputs, comp.sites),
       beforeTraceBytes: comp.beforeTraceBytes,
+      inferredBytes: inferredAt(chosen, chosen.peakEvent, inputs),
+      isRunPeak: startsEmpty(chosen),
       countersPeakBytes: cPeak,
     };
   }
@@ -215,6 +277,9 @@ export function replayReport(
   const device = chosen?.device ?? countersDevice ?? list[0]?.device ?? 0;
   if (windowPeak && (cPeak === null || cPeak <= windowPeak.allocatedBytes)) {
     let note = `highest allocated (rounded block bytes) over the ${chosen?.replayedEvents} replayed events of device ${device}`;
+    if (cPeak === null && !windowPeak.isRunPeak) {
+      note += `; the trace begins with ${fmt(chosen?.initial.allocatedBytes ?? 0)} already allocated (recording started late, or the ring buffer dropped older entries), so the run's peak may have come before it: it is not in this file (a counters sidecar with max_memory_allocated says it; recording from the start with a larger max_entries shows it)`;
+    }
     if (cPeak !== null && cPeak === windowPeak.allocatedBytes) note += "; equals max_memory_allocated";
     else if (cPeak !== null) {
       note += `; exceeds max_memory_allocated (${fmt(cPeak)}) by ${fmt(windowPeak.allocatedBytes - cPeak)}: the counters were reset or taken earlier, or block sizes estimated for allocations freed inside the trace are too high`;
@@ -233,6 +298,8 @@ export function replayReport(
       categories: {},
       topCallSites: [],
       beforeTraceBytes: 0,
+      inferredBytes: {},
+      isRunPeak: true,
       windowPeak,
       countersPeakBytes: cPeak,
       note,
@@ -259,7 +326,10 @@ export function replayReport(
   }
   return {
     peak,
-    snapshotVsPeakGapBytes: peak ? peak.allocatedBytes - snapshotAllocated(model, peak.device) : null,
+    snapshotVsPeakGapBytes: peak
+      ? peak.allocatedBytes -
+        (snapshotAllocated(model, peak.device) - (replays.get(peak.device)?.end.workspaceBytes ?? 0))
+      : null,
     timeline: {
       events,
       hasTime,

@@ -177,7 +177,12 @@ export interface EndStateComparison {
   sizeDiffers: number;
   sizeDiffersBytes: number;
   replayAllocatedBytes: number;
+  /** Σ segment allocated_size of the device (torch_npu workspace included). */
   snapshotAllocatedBytes: number;
+  /** Σ active_allocated block sizes of the device, workspace blocks left out: what the replay must end at. */
+  snapshotBlockAllocatedBytes: number;
+  /** torch_npu workspace blocks active in the snapshot (kept out of the replay). */
+  workspaceBytes: number;
   replayActiveBytes: number;
   snapshotActiveBytes: number;
   replayReservedBytes: number;
@@ -243,6 +248,14 @@ export interface PrepareOptions {
   /** Category per block of the model. */
   blockCategory?: Uint8Array;
   blockSite?: Int32Array;
+  /**
+   * For the free entries (of this device's trace) that close an allocation made before the trace: its
+   * inferred category (255: none inferred) and site (attribution's traceBeforeCategory / traceBeforeSite).
+   */
+  traceBeforeCategory?: Uint8Array;
+  traceBeforeSite?: Int32Array;
+  /** Per block: 1 for torch_npu workspace blocks, which the caching allocator's totals leave out. */
+  blockWorkspace?: Uint8Array;
   categoryCount: number;
   /** Category for allocations without one; default categoryCount - 1 ("unknown" is last). */
   unknownCategory?: number;

@@ -1,7 +1,7 @@
 // buildReport: the one JSON object the CLI prints with --json and the worker hands to the UI — totals from
 // the segment fields, categories, the five checks, the top call sites, and optionally a comparison.
 
-import { type Attribution, attribute } from "../attribution";
+import { type Attribution, attribute, UNKNOWN_REASONS } from "../attribution";
 import { CATEGORY_NAMES } from "../attribution/rules";
 import { type CheckResult, type PeakInfo, runChecks } from "../checks";
 import { compareSnapshots, type SiteDelta } from "../compare";
@@ -47,6 +47,12 @@ export interface CallSiteJson {
   /** Category rule that fired, and how the site was chosen. */
   rule: string;
   via: string;
+  /** The category was inferred from sizes and lifetimes (no stack says it); `rule` says how. */
+  inferred?: boolean;
+  /** For an own-code line: the library function it called (`path:line function`). */
+  library?: string;
+  /** …and the innermost meaningful library frame under it (e.g. vLLM's `_allocate_kv_cache`). */
+  libraryInnermost?: string;
 }
 
 export interface CompareJson {
@@ -64,6 +70,12 @@ export interface ReportJson {
   totals: TotalsJson;
   devices: DeviceJson[];
   categories: Record<string, number>;
+  /** Bytes at the snapshot per category whose category was inferred because no stack says it. */
+  inferredBytes: Record<string, number>;
+  /** The unknown bytes at the snapshot by why nothing can be said; sums to categories.unknown. */
+  unknownBytesByReason: Record<string, number>;
+  /** torch_npu workspace blocks at the snapshot (categories.workspace; not in memory_allocated()). */
+  workspaceBytes: number;
   checks: CheckJson[];
   topCallSites: CallSiteJson[];
   compare: CompareJson | null;
@@ -125,12 +137,20 @@ function checkJson(c: CheckResult): CheckJson {
 
 /** Top call sites over active_allocated blocks, by (site, category). */
 export function topCallSites(model: SnapshotModel, a: Attribution, limit = 20): CallSiteJson[] {
-  const rows = new Map<string, CallSiteJson>();
+  interface Row extends CallSiteJson {
+    /** Bytes per library pair under this site, to name the largest. */
+    libs: Map<string, number>;
+  }
+  const rows = new Map<string, Row>();
+  const libName = (site: number) => (site >= 0 ? libraryLabel(a.sites[site]) : "");
   for (let b = 0; b < model.blocks.length; b++) {
     if (model.blocks.state[b] !== BlockState.active_allocated) continue;
     const site = a.sites[a.blockSite[b]];
     const cat = a.blockCategory[b];
-    const k = `${a.blockSite[b]}\u0000${cat}`;
+    const rule = a.blockRule[b];
+    // Sites that differ only in stack depth fold into one row; an inferred row stays apart from a stack's.
+    const inferred = a.rules[rule].inferred;
+    const k = `${site.key}\u0000${cat}\u0000${inferred ? 1 : 0}`;
     let r = rows.get(k);
     if (!r) {
       r = {
@@ -139,27 +159,67 @@ export function topCallSites(model: SnapshotModel, a: Attribution, limit = 20): 
         bytes: 0,
         blocks: 0,
         label: site.label,
-        rule: a.rules[a.blockRule[b]].id,
+        rule: a.rules[rule].id,
         via: site.via,
+        libs: new Map(),
       };
+      if (inferred) r.inferred = true;
       rows.set(k, r);
     }
-    r.bytes += model.blocks.sizeBytes[b];
+    const size = model.blocks.sizeBytes[b];
+    r.bytes += size;
     r.blocks++;
+    const s = model.blocks.stack[b];
+    if (a.stackLibrary[s] >= 0 && site.via === "own-code") {
+      const lk = `${a.stackLibrary[s]}\u0000${a.stackLibraryInnermost[s]}`;
+      r.libs.set(lk, (r.libs.get(lk) ?? 0) + size);
+    }
   }
-  // Sites that differ only in stack depth fold into one row.
-  const folded = new Map<string, CallSiteJson>();
-  for (const r of rows.values()) {
-    const k = `${r.site}\u0000${r.category}`;
-    const f = folded.get(k);
-    if (f) {
-      f.bytes += r.bytes;
-      f.blocks += r.blocks;
-    } else folded.set(k, { ...r });
-  }
-  return [...folded.values()]
+  return [...rows.values()]
     .sort((x, y) => y.bytes - x.bytes || x.site.localeCompare(y.site))
-    .slice(0, limit);
+    .slice(0, limit)
+    .map(({ libs, ...r }) => {
+      let best = "";
+      let bestBytes = -1;
+      for (const [k, v] of libs) if (v > bestBytes) [best, bestBytes] = [k, v];
+      if (best) {
+        const [lib, inner] = best.split("\u0000").map(Number);
+        r.library = libName(lib);
+        if (inner >= 0) r.libraryInnermost = libName(inner);
+      }
+      return r;
+    });
+}
+
+/** A library frame as people read it: the package path from the package root, line and function. */
+function libraryLabel(site: Attribution["sites"][number]): string {
+  const file = site.portableKey.slice(0, site.portableKey.lastIndexOf(`:${site.line}:`));
+  return `${file}:${site.line} ${site.name}`;
+}
+
+/** Bytes at the snapshot per category inferred (no stack says it), and the unknown bytes by reason. */
+export function inferenceTotals(model: SnapshotModel, a: Attribution) {
+  const inferredBytes: Record<string, number> = {};
+  const unknownBytesByReason: Record<string, number> = Object.fromEntries(UNKNOWN_REASONS.map((r) => [r, 0]));
+  let workspaceBytes = 0;
+  const workspaceByDevice = new Map<number, number>();
+  const unknown = CATEGORY_NAMES.indexOf("unknown");
+  for (let b = 0; b < model.blocks.length; b++) {
+    if (model.blocks.state[b] !== BlockState.active_allocated) continue;
+    const size = model.blocks.sizeBytes[b];
+    const cat = a.blockCategory[b];
+    if (a.blockWorkspace[b]) {
+      workspaceBytes += size;
+      const dev = model.segments.device[model.blocks.segment[b]];
+      workspaceByDevice.set(dev, (workspaceByDevice.get(dev) ?? 0) + size);
+    }
+    if (cat === unknown) unknownBytesByReason[a.unknownReasonOfBlock(b)] += size;
+    else if (a.rules[a.blockRule[b]].inferred) {
+      const name = CATEGORY_NAMES[cat];
+      inferredBytes[name] = (inferredBytes[name] ?? 0) + size;
+    }
+  }
+  return { inferredBytes, unknownBytesByReason, workspaceBytes, workspaceByDevice };
 }
 
 function notesFor(
@@ -200,6 +260,12 @@ export function replayInputs(a: Attribution): ReplayInputs {
     traceSite: a.traceSite,
     blockCategory: a.blockCategory,
     blockSite: a.blockSite,
+    blockRule: a.blockRule,
+    traceBeforeCategory: a.traceBeforeCategory,
+    traceBeforeSite: a.traceBeforeSite,
+    traceBeforeRule: a.traceBeforeRule,
+    blockWorkspace: a.blockWorkspace,
+    ruleInferred: Uint8Array.from(a.rules, (r) => (r.inferred ? 1 : 0)),
     categoryNames: [...a.categoryNames],
     siteKeys: a.sites.map((s) => s.key),
   };
@@ -249,9 +315,15 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
           bytes: replay.peak.allocatedBytes,
           source: `the replayed trace's peak (event ${replay.peak.eventIndex})`,
           device: replay.peak.device,
+          isRunPeak: replay.peak.isRunPeak,
         }
       : null;
-  const checks = runChecks(model, { counters, peak: opts.peak ?? replayPeak });
+  const inference = inferenceTotals(model, a);
+  const checks = runChecks(model, {
+    counters,
+    peak: opts.peak ?? replayPeak,
+    workspaceBytes: inference.workspaceByDevice,
+  });
   if (replay) checks.push(traceReplayCheck(replay.traceReplay));
   const o = totals.overall;
 
@@ -287,6 +359,9 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
       pendingFreeBytes: sum(d.pendingFreeCategoryBytes),
     })),
     categories: categoryRecord(o.categoryBytes),
+    inferredBytes: inference.inferredBytes,
+    unknownBytesByReason: inference.unknownBytesByReason,
+    workspaceBytes: inference.workspaceBytes,
     checks: checks.map(checkJson),
     topCallSites: topCallSites(model, a, opts.topSites ?? 20),
     compare,

@@ -17,6 +17,9 @@ What is modelled (from the allocator source):
 - release of cached segments (empty_cache / before an OOM), OOM records (device_free), snapshot markers,
   expandable segments (segment_map / segment_unmap, tail-only unmapping), private pools (segment_pool_id).
 - the allocator statistics that torch.cuda.memory_stats() reports.
+- history recording switched on late (`record_history` False until `_record_memory_history`): no trace
+  entries and no contexts (blocks and segments allocated meanwhile carry no frames); the observer still sees
+  every event, so bookkeeping of the whole run stays exact.
 """
 
 import bisect
@@ -121,10 +124,11 @@ class Block:
 class Alloc:
     """What a tensor's storage holds: the block plus the generator's own labels (category, call site)."""
 
-    __slots__ = ("uid", "nbytes", "block", "stream", "category", "kind", "site", "label", "free_ctx")
+    __slots__ = ("uid", "nbytes", "block", "stream", "category", "kind", "site", "label", "free_ctx",
+                 "recorded")
     _next = 0
 
-    def __init__(self, nbytes, block, stream, category, kind, site, label):
+    def __init__(self, nbytes, block, stream, category, kind, site, label, recorded=True):
         Alloc._next += 1
         self.uid = Alloc._next
         self.nbytes = nbytes
@@ -135,6 +139,7 @@ class Alloc:
         self.site = site
         self.label = label
         self.free_ctx = None
+        self.recorded = recorded  # allocated while history was recorded (else its block has no frames)
 
     @property
     def size(self):
@@ -209,8 +214,8 @@ class Allocator:
         self.expandable = expandable
         self.trace = []
         self.recorder = recorder
-        self.record_history = record
-        self.observer = None     # called as observer(rec, block) after each record (bookkeeping hooks)
+        self.record_history = record  # False: nothing is recorded and no context kept (observer still called)
+        self.observer = None     # called as observer(rec, block) after each event (bookkeeping hooks)
         self.track_stats = True  # memory_stats() counters (big turns them off for speed)
         self.segments = {}       # addr -> Segment (regular)
         self.exp_segments = {}   # (small, pool_id, stream) -> Segment (expandable)
@@ -227,6 +232,8 @@ class Allocator:
     # ---- recording -------------------------------------------------------------------------------
     def _rec(self, action, addr, size, stream, ctx, block=None):
         if not self.record_history:
+            if self.observer is not None and self.recorder is None:
+                self.observer(TraceRec(action, addr, size, stream, self.clock.tick(1), None), block)
             return
         t = self.clock.tick(1)
         if self.recorder is not None:
@@ -293,6 +300,8 @@ class Allocator:
     # ---- malloc -----------------------------------------------------------------------------------
     def malloc(self, nbytes, ctx, stream=0, pool_id=(0, 0), category="unknown", kind="", site=None,
                label=""):
+        if not self.record_history:
+            ctx = None  # no context is gathered while history is off
         size = self.round_size(nbytes)
         small = size <= SMALL_SIZE
         block = self._get_free_block(small, pool_id, stream, size)
@@ -306,7 +315,9 @@ class Allocator:
         block.allocated = True
         block.requested = nbytes
         block.ctx = ctx
-        a = Alloc(nbytes, block, stream, category, kind, site if site is not None else ctx.site, label)
+        if site is None and ctx is not None:
+            site = ctx.site
+        a = Alloc(nbytes, block, stream, category, kind, site, label, self.record_history)
         block.alloc = a
         self.live[a.uid] = a
         self._stat("allocation", small, 1)

@@ -22,6 +22,23 @@ The user's file is train.py with capture_known_run.py's line numbers (main() at 
   frees them (in reverse order, as a list dies) at the end. AdamW's `step` tensors stay on the CPU
   (capturable=False, fused=False), so they are not in the snapshot.
 - each dump records a `snapshot` marker that the NEXT dump's trace shows.
+
+Options (defaults = the run above):
+- record_from: when `_record_memory_history` is called: "start", "after-build" (right after model.to()),
+  "after-step1" (after step 1's opt.step() and synchronize). Before it nothing is recorded (trace entries,
+  snapshot markers, annotations) and allocations carry no frames (their blocks and segments); their later
+  frees are recorded with the free's own stack.
+- streams=2: x is made fresh each step on a side stream (a data-loader copy stream) and used on the main
+  stream (record_stream): at the start of each step a new x (line 45) is allocated on the side stream and the
+  previous one freed (line 45): free_requested at once, free_completed when the allocator processes the main
+  stream's event at the third malloc after it (h3's; that malloc's context).
+- workspace="active" (npu): the workspace block is in use at the dump.
+
+Truth categories (what each tensor is, known by the simulation): parameters (the .to() copies), gradients
+(.grad), optimizer_state (exp_avg, exp_avg_sq), activations (forward outputs saved for backward: h1, h2, the
+.float() output), input (x), temporary (allocated and freed within one phase: the foreach sqrt temporaries,
+every engine allocation other than AccumulateGrad's .grad, the root gradient, h3 and the pow output),
+workspace (torch_npu's workspace block), other (the loss scalar), unknown (never).
 """
 
 from .allocator import Allocator, Clock, AddressSpace, GiB
@@ -29,9 +46,15 @@ from .layout import Workspace, render
 from .stacks import Stacks, NATIVE, op, node
 
 MiB = 1 << 20
-CATEGORIES = ("parameters", "gradients", "optimizer_state", "activations", "input", "other", "unknown")
+CATEGORIES = ("parameters", "gradients", "optimizer_state", "activations", "input", "temporary", "workspace",
+              "other", "unknown")
 NPU_STREAM = 0xAAAB0F3C2D00  # torch_npu streams are aclrtStream pointers
+SIDE_STREAM = {"cuda": 94367872345600, "npu": 0xAAAB0F3E8A00}  # the data loader's copy stream (streams=2)
 MOMENTS = ("step2", "step3", "mid_backward")
+RECORD_FROM = ("start", "after-build", "after-step1")
+STREAMS = (1, 2)
+WORKSPACE = ("inactive", "active")
+X_COMPLETE_AFTER = 3  # streams=2: the old x's free_completed comes with the 3rd malloc after its free
 
 W_BYTES = 2048 * 2048 * 2     # bf16 weight
 ACT_BYTES = 512 * 2048 * 2    # bf16 activation
@@ -44,50 +67,79 @@ class _Moment(Exception):
 
 
 class KnownRun:
-    def __init__(self, layout="cuda-all", paths="linux", moment="step2"):
+    def __init__(self, layout="cuda-all", paths="linux", moment="step2", record_from="start", streams=1,
+                 workspace="inactive"):
         if moment not in MOMENTS:
             raise ValueError(moment)
+        if record_from not in RECORD_FROM:
+            raise ValueError(record_from)
+        if streams not in STREAMS:
+            raise ValueError(streams)
+        if workspace not in WORKSPACE or (workspace == "active" and layout != "npu"):
+            raise ValueError(f"workspace={workspace!r} (active needs the npu layout)")
         self.layout = layout
         self.paths = paths
         self.moment = moment
+        self.record_from = record_from
+        self.streams = streams
+        self.workspace = workspace
         self.S = Stacks(layout, paths, "train.py")
         self.npu = layout == "npu"
         self.stream = NPU_STREAM if self.npu else 0
+        self.side_stream = SIDE_STREAM["npu" if self.npu else "cuda"]
         self.clock = Clock(1763324225770003)
         space = AddressSpace(0xFFFF2C000000 if self.npu else 0x7F3A2C000000)
         self.A = Allocator(0, "npu" if self.npu else "cuda", self.clock, 80 * GiB, space)
         self.A.observer = self._observe
+        self.recording = record_from == "start"
+        self.A.record_history = self.recording
         self.t = {}              # live tensors by name
-        self.annotations = []
+        self.pending_x = None    # streams=2: [old x, mallocs left before its free_completed]
+        self.annotations = []    # recorded ones only
         self.workspaces = []
-        # per trace record: (allocated, requested, {category: bytes}, {kind: bytes}) after that record
+        # per RECORDED trace record: (allocated, requested, {category: bytes}, {kind: bytes},
+        # {category: bytes of blocks allocated before recording}, {kind: same}) after that record
         self.series = []
         self._cat = dict.fromkeys(CATEGORIES, 0)
         self._kind = {}
+        self._ucat = dict.fromkeys(CATEGORIES, 0)
+        self._ukind = {}
         self._allocated = 0
         self._requested = 0
 
     # ---- bookkeeping ------------------------------------------------------------------------------------
     def _observe(self, rec, block):
         a = block.alloc if block is not None else None
-        if rec.action == "alloc":
-            self._allocated += block.size
-            self._requested += block.requested
-            self._cat[a.category] += block.size
-            self._kind[a.kind] = self._kind.get(a.kind, 0) + block.size
-        elif rec.action == "free_requested":
-            self._allocated -= block.size
-            self._requested -= block.requested
-            self._cat[a.category] -= block.size
-            self._kind[a.kind] -= block.size
-        self.series.append((self._allocated, self._requested, dict(self._cat),
-                            {k: v for k, v in self._kind.items() if v}))
+        sign = 1 if rec.action == "alloc" else -1 if rec.action == "free_requested" else 0
+        if sign:
+            self._allocated += sign * block.size
+            self._requested += sign * block.requested
+            self._cat[a.category] += sign * block.size
+            self._kind[a.kind] = self._kind.get(a.kind, 0) + sign * block.size
+            if not a.recorded:
+                self._ucat[a.category] += sign * block.size
+                self._ukind[a.kind] = self._ukind.get(a.kind, 0) + sign * block.size
+        if self.A.record_history:
+            self.series.append((self._allocated, self._requested, dict(self._cat),
+                                {k: v for k, v in self._kind.items() if v}, dict(self._ucat),
+                                {k: v for k, v in self._ukind.items() if v}))
+
+    def start_recording(self):
+        """torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks=...)."""
+        self.recording = True
+        self.A.record_history = True
 
     def tick(self, us):
         self.clock.tick(us)
 
-    def m(self, name, nbytes, ctx, category, kind):
-        self.t[name] = self.A.malloc(nbytes, ctx, self.stream, category=category, kind=kind, label=name)
+    def m(self, name, nbytes, ctx, category, kind, stream=None):
+        if self.pending_x is not None:
+            self.pending_x[1] -= 1
+            if self.pending_x[1] == 0:  # process_events() at the start of this malloc, with its context
+                self.A.complete_free(self.pending_x[0], ctx)
+                self.pending_x = None
+        self.t[name] = self.A.malloc(nbytes, ctx, self.stream if stream is None else stream, category=category,
+                                     kind=kind, label=name)
         self.tick(7)
 
     def f(self, name, ctx):
@@ -96,7 +148,9 @@ class KnownRun:
 
     def annotate(self, stage, name):
         if not self.npu:
-            self.annotations.append({"stage": stage, "name": name, "device": 0, "time_us": self.clock.tick(1)})
+            t = self.clock.tick(1)
+            if self.recording:
+                self.annotations.append({"stage": stage, "name": name, "device": 0, "time_us": t})
 
     # ---- stacks ---------------------------------------------------------------------------------------------
     def py_main(self, line):
@@ -209,10 +263,25 @@ class KnownRun:
         for k in range(3):
             self.m(f"W{k}", W_BYTES, self.ctx_param(), "parameters", "parameter")
             self.tick(150)
-        self.m("x", ACT_BYTES, self.ctx_randn(), "input", "input")
+        if self.record_from == "after-build":
+            self.start_recording()
+        if self.streams == 1:
+            self.m("x", ACT_BYTES, self.ctx_randn(), "input", "input")
         self.tick(2000)
 
+    def new_batch(self):
+        """streams=2: the loader's copy stream makes this step's x; the previous x is freed (record_stream on
+        the main stream defers its free_completed)."""
+        old = self.t.pop("x", None)
+        self.m("x", ACT_BYTES, self.ctx_randn(), "input", "input", stream=self.side_stream)
+        if old is not None:
+            self.A.free(old, self.ctx_free_py(self.py_main(45)), deferred=True)
+            self.pending_x = [old, X_COMPLETE_AFTER]
+            self.tick(3)
+
     def train_step(self, step):
+        if self.streams == 2:
+            self.new_batch()
         self.annotate("START", "Optimizer.zero_grad#AdamW.zero_grad")
         self.tick(40)
         self.annotate("END", "Optimizer.zero_grad#AdamW.zero_grad")
@@ -220,6 +289,8 @@ class KnownRun:
         self.backward(step)
         self.optimizer_step(step)
         self.tick(900)  # torch.cuda.synchronize()
+        if step == 1 and self.record_from == "after-step1":
+            self.start_recording()
         if step in (2, 3):
             if self.moment == f"step{step}":
                 raise _Moment()
@@ -229,8 +300,9 @@ class KnownRun:
     def forward(self, step):
         if self.npu and step == 1:
             self.npu_workspace()
-        for k in range(3):
-            self.m(f"h{k + 1}", ACT_BYTES, self.ctx_linear(), "activations", "activation")
+        for k in range(3):  # h1, h2 are saved by the next Linear; h3 dies at .float()
+            self.m(f"h{k + 1}", ACT_BYTES, self.ctx_linear(), *(("activations", "activation") if k < 2 else
+                                                                ("temporary", "forward_temp")))
         self.m("f", F32_BYTES, self.ctx_method(NATIVE["to_copy"] + [
             ("at::_ops::to_dtype::call(at::Tensor const&, c10::ScalarType, bool, bool, "
              "std::optional<c10::MemoryFormat>)", "??"),
@@ -238,7 +310,7 @@ class KnownRun:
             "activations", "activation")
         self.f("h3", self.ctx_free_py(self.py_main(59)))
         self.m("p", F32_BYTES, self.ctx_method(NATIVE["elementwise"] + op("pow_Tensor_Scalar", "THPVariable_pow")),
-               "activations", "activation")
+               "temporary", "forward_temp")
         self.m("loss_new", SCALAR, self.ctx_method(
             [("at::native::mean_out(at::Tensor const&, c10::OptionalArrayRef<long>, bool, "
               "std::optional<c10::ScalarType>, at::Tensor&)", "??")] + op("mean", "THPVariable_mean")),
@@ -254,8 +326,8 @@ class KnownRun:
         req = 6 * MiB
         size = -(-(req + 32) // (2 * MiB)) * (2 * MiB)
         addr = self.A.space.take(size)
-        ctx = self.ctx_linear()
-        self.workspaces.append(Workspace(0, addr, size, req, self.stream, ctx))
+        ctx = self.ctx_linear() if self.recording else None  # context gathered only while recording
+        self.workspaces.append(Workspace(0, addr, size, req, self.stream, ctx, self.workspace == "active"))
 
     def backward(self, step):
         S = self.S
@@ -266,30 +338,30 @@ class KnownRun:
              "std::optional<c10::Layout>, std::optional<c10::Device>, std::optional<bool>, "
              "std::optional<c10::MemoryFormat>)", "??"),
             ("torch::autograd::THPVariable_ones_like(_object*, _object*, _object*)", "python_torch_functions_1.cpp")],
-            self.py_backward()), "other", "autograd_root")
+            self.py_backward()), "temporary", "autograd_root")
         self.tick(30)
         # MeanBackward0: grad.expand(sizes) / numel
         self.m("g_p", F32_BYTES, self.ctx_engine(NATIVE["elementwise"] + op("div_Scalar") + [
             ("torch::autograd::generated::details::mean_backward(at::Tensor const&, c10::ArrayRef<c10::SymInt>, "
              "c10::OptionalArrayRef<long>, c10::SymInt, bool)", "??")] + node("MeanBackward0")),
-            "activations", "activation_grad")
+            "temporary", "activation_grad")
         self.f("root", self.ctx_engine_free("input", "MeanBackward0"))
         # PowBackward0: grad * (2 * self.pow(1))
         pb = [("torch::autograd::generated::details::pow_backward(at::Tensor, at::Tensor const&, "
                "c10::Scalar const&)", "??")] + node("PowBackward0")
         self.m("t1", F32_BYTES, self.ctx_engine(NATIVE["elementwise"] + op("pow_Tensor_Scalar") + pb),
-               "activations", "autograd_temp")
+               "temporary", "autograd_temp")
         self.m("t2", F32_BYTES, self.ctx_engine(NATIVE["elementwise"] + op("mul_Scalar") + pb),
-               "activations", "autograd_temp")
+               "temporary", "autograd_temp")
         self.f("t1", self.ctx_engine_free("temp", "PowBackward0"))
         self.m("g_f", F32_BYTES, self.ctx_engine(NATIVE["elementwise"] + op("mul_Tensor") + pb),
-               "activations", "activation_grad")
+               "temporary", "activation_grad")
         self.f("t2", self.ctx_engine_free("temp", "PowBackward0"))
         self.f("g_p", self.ctx_engine_free("input", "PowBackward0"))
         self.f("f", self.ctx_engine_free("saved", "PowBackward0"))
         # ToCopyBackward0: grad.to(bfloat16)
         self.m("g_h3", ACT_BYTES, self.ctx_engine(NATIVE["to_copy"] + node("ToCopyBackward0")),
-               "activations", "activation_grad")
+               "temporary", "activation_grad")
         self.f("g_f", self.ctx_engine_free("input", "ToCopyBackward0"))
         for layer in (2, 1, 0):
             self.mm_backward(step, layer)
@@ -301,8 +373,8 @@ class KnownRun:
                 "c10::ArrayRef<c10::SymInt>, c10::Layout, c10::Scalar const&)", "??")] + node("MmBackward0")
         grad_in = f"g_h{layer + 1}"
         if layer > 0:
-            self.m(f"g_h{layer}", ACT_BYTES, self.ctx_engine(NATIVE["mm"] + mm1), "activations", "activation_grad")
-        self.m(f"gW{layer}", W_BYTES, self.ctx_engine(NATIVE["mm"] + mm2), "activations", "weight_grad_in_flight")
+            self.m(f"g_h{layer}", ACT_BYTES, self.ctx_engine(NATIVE["mm"] + mm1), "temporary", "activation_grad")
+        self.m(f"gW{layer}", W_BYTES, self.ctx_engine(NATIVE["mm"] + mm2), "temporary", "weight_grad_in_flight")
         self.f(grad_in, self.ctx_engine_free("input", "MmBackward0"))
         if layer > 0:
             self.f(f"h{layer}", self.ctx_engine_free("saved", "MmBackward0"))
@@ -345,7 +417,7 @@ class KnownRun:
         ctx = S.ctx(sqrt, self.py_multi_tensor(647))
         for k in range(3):
             self.m(f"sqrt{k}", W_BYTES, ctx if k == 0 else S.ctx(sqrt, self.py_multi_tensor(647)),
-                   "optimizer_state", "optimizer_temp")
+                   "temporary", "optimizer_temp")
         self.tick(120)
         free = self.ctx_free_py(self.py_multi_tensor(700))
         for k in (2, 1, 0):
@@ -353,14 +425,16 @@ class KnownRun:
         self.annotate("END", "Optimizer.step#AdamW.step")
 
 
-def simulate(layout="cuda-all", paths="linux", moment="step2"):
+def simulate(layout="cuda-all", paths="linux", moment="step2", record_from="start", streams=1,
+             workspace="inactive"):
     """Run the simulation up to the moment; returns the KnownRun (allocator in .A)."""
-    return KnownRun(layout, paths, moment).run()
+    return KnownRun(layout, paths, moment, record_from, streams, workspace).run()
 
 
-def build(layout="cuda-all", paths="linux", moment="step2", truncate=None):
+def build(layout="cuda-all", paths="linux", moment="step2", truncate=None, record_from="start", streams=1,
+          workspace="inactive"):
     """Simulate the run; returns (snapshot_dict, tally, truth, counters)."""
-    run = simulate(layout, paths, moment)
+    run = simulate(layout, paths, moment, record_from, streams, workspace)
     A = run.A
     rlayout = "npu" if run.npu else "cuda"
     snap, tally = render([A], rlayout, keep_last=truncate, workspaces=run.workspaces,
@@ -371,6 +445,9 @@ def build(layout="cuda-all", paths="linux", moment="step2", truncate=None):
 
 
 def make_counters(run, tag):
+    """torch.cuda / torch_npu counters at the dump. torch_npu's caching-allocator counters do not see the
+    workspace allocator, so memory_allocated / max_memory_allocated never include the workspace (in use or
+    not); memory_reserved counts it."""
     A = run.A
     ws = sum(w.size for w in run.workspaces)
     st = A.memory_stats()
@@ -387,64 +464,97 @@ def make_counters(run, tag):
 
 def make_truth(run, tally, truncate):
     A = run.A
-    n_all = len(A.trace)
+    late = run.record_from != "start"  # the record-from fields appear only then (default truth unchanged)
+    n_all = len(A.trace)  # recorded records only
     start = n_all - truncate if truncate is not None and truncate < n_all else 0
     offset = 3 * len(run.workspaces)  # torch_npu prepends its workspace entries
     window = run.series[start:]
     if window:
         peak_i = max(range(len(window)), key=lambda i: (window[i][0], -i))
         peak_r = max(range(len(window)), key=lambda i: (window[i][1], -i))
-        alloc_at, req_at, cats, kinds = window[peak_i]
+        alloc_at, req_at, cats, kinds, ucats, ukinds = window[peak_i]
         peak = {"allocatedBytes": alloc_at, "requestedBytes": req_at, "eventIndex": offset + peak_i,
                 "categories": cats, "kinds": dict(sorted(kinds.items()))}
+        if late:
+            peak["unrecordedCategories"] = ucats
+            peak["unrecordedKinds"] = dict(sorted(ukinds.items()))
         peak_req = {"bytes": window[peak_r][1], "eventIndex": offset + peak_r}
     else:
         peak, peak_req = None, None
-    live = [a for a in A.live.values() if a.block.allocated]
-    live.sort(key=lambda a: a.block.addr)
+    # every active_allocated block: (address, size, requested, category, kind, site, label, recorded)
+    live = [(a.block.addr, a.block.size, a.nbytes, a.category, a.kind, a.site, a.label, a.recorded)
+            for a in A.live.values() if a.block.allocated]
+    live += [(w.addr, w.size, w.requested, "workspace", "workspace", w.ctx.site if w.ctx else None, "workspace",
+              w.ctx is not None) for w in run.workspaces if w.allocated]
+    live.sort()
     cat = dict.fromkeys(CATEGORIES, 0)
     cat_req = dict.fromkeys(CATEGORIES, 0)
-    kind = {}
+    ucat = dict.fromkeys(CATEGORIES, 0)
+    kind, ukind = {}, {}
     sites = {}
-    for a in live:
-        cat[a.category] += a.block.size
-        cat_req[a.category] += a.nbytes
-        kind[a.kind] = kind.get(a.kind, 0) + a.block.size
-        key = (a.site, a.category)
-        s = sites.setdefault(key, {"site": a.site, "category": a.category, "bytes": 0, "requestedBytes": 0,
-                                   "blocks": 0})
-        s["bytes"] += a.block.size
-        s["requestedBytes"] += a.nbytes
+    for addr, size, req, category, k, site, label, recorded in live:
+        cat[category] += size
+        cat_req[category] += req
+        kind[k] = kind.get(k, 0) + size
+        if not recorded:
+            ucat[category] += size
+            ukind[k] = ukind.get(k, 0) + size
+        s = sites.setdefault((site, category), {"site": site, "category": category, "bytes": 0,
+                                                "requestedBytes": 0, "blocks": 0})
+        s["bytes"] += size
+        s["requestedBytes"] += req
         s["blocks"] += 1
     t = tally["devices"][0]
     assert sum(cat.values()) == t["allocatedBytes"], (cat, t)
-    return {
+    truth = {
         "generator": "test/gen/generate.py known",
         "layout": run.layout,
         "paths": run.paths,
         "moment": run.moment,
         "truncateTrace": truncate,
-        "userFile": run.S.user_path(),
-        "sizeRule": "npu: (n + 32) rounded up to 512" if run.npu else "cuda: n rounded up to 512 (min 512)",
-        "snapshot": {
-            "categories": cat,
-            "categoriesRequested": cat_req,
-            "kinds": dict(sorted(kind.items())),
-            "reservedBytes": t["reservedBytes"],
-            "allocatedBytes": t["allocatedBytes"],
-            "activeBytes": t["activeBytes"],
-            "requestedBytes": t["requestedBytes"],
-            "segments": t["segments"],
-            "blocks": t["blocks"],
-            "liveBlocks": len(live),
-        },
+    }
+    if late:
+        truth["recordFrom"] = run.record_from
+    if run.streams != 1:
+        truth["streams"] = run.streams
+    if run.workspace != "inactive":
+        truth["workspace"] = run.workspace
+    truth["userFile"] = run.S.user_path()
+    truth["sizeRule"] = "npu: (n + 32) rounded up to 512" if run.npu else "cuda: n rounded up to 512 (min 512)"
+    snap = {
+        "categories": cat,
+        "categoriesRequested": cat_req,
+        "kinds": dict(sorted(kind.items())),
+    }
+    if late:
+        snap["unrecordedCategories"] = ucat
+        snap["unrecordedKinds"] = dict(sorted(ukind.items()))
+    snap.update({
+        "reservedBytes": t["reservedBytes"],
+        "allocatedBytes": t["allocatedBytes"],
+        "activeBytes": t["activeBytes"],
+        "requestedBytes": t["requestedBytes"],
+        "segments": t["segments"],
+        "blocks": t["blocks"],
+        "liveBlocks": len(live),
+    })
+    if run.workspace != "inactive":
+        snap["workspaceBytes"] = sum(w.size for w in run.workspaces if w.allocated)
+    blocks = []
+    for addr, size, req, category, k, site, label, recorded in live:
+        b = {"address": addr, "size": size, "requestedSize": req, "category": category, "kind": k, "site": site,
+             "label": label}
+        if late:
+            b["recorded"] = recorded
+        blocks.append(b)
+    truth.update({
+        "snapshot": snap,
         "peak": peak,
         "peakRequested": peak_req,
         "maxMemoryAllocated": A.stats["allocated_bytes"]["all"].peak,
         "traceEntries": t["traceEntries"],
         "actions": t["actions"],
         "callSites": sorted(sites.values(), key=lambda s: (-s["bytes"], s["site"] or "", s["category"])),
-        "liveBlocks": [{"address": a.block.addr, "size": a.block.size, "requestedSize": a.nbytes,
-                        "category": a.category, "kind": a.kind, "site": a.site, "label": a.label}
-                       for a in live],
-    }
+        "liveBlocks": blocks,
+    })
+    return truth

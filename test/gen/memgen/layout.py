@@ -39,11 +39,15 @@ def fresh(s):
 
 
 class Workspace:
-    """One torch_npu workspace-allocator block (NPUWorkspaceAllocator: one per stream)."""
+    """One torch_npu workspace-allocator block (NPUWorkspaceAllocator: one per stream). `allocated`: the
+    block is in use at the dump (get_segm then reports it allocated and active, and its segment's
+    allocated_size / active_size = its size, requested_size = the request). ctx None: allocated while
+    history was off (no frames anywhere)."""
 
-    def __init__(self, device, addr, size, requested, stream, ctx):
+    def __init__(self, device, addr, size, requested, stream, ctx, allocated=False):
         self.device, self.addr, self.size, self.requested, self.stream, self.ctx = (
             device, addr, size, requested, stream, ctx)
+        self.allocated = allocated
 
 
 class Renderer:
@@ -114,10 +118,12 @@ class Renderer:
         return d
 
     def workspace_segment(self, w):
-        blk = {"address": w.addr, "size": w.size, "requested_size": w.requested, "state": "inactive",
-               "frames": self.frames(w.ctx)}
-        d = {"device": w.device, "address": w.addr, "total_size": w.size, "allocated_size": 0,
-             "active_size": 0, "requested_size": 0, "stream": w.stream, "segment_pool_id": (0, 0),
+        blk = {"address": w.addr, "size": w.size, "requested_size": w.requested,
+               "state": "active_allocated" if w.allocated else "inactive", "frames": self.frames(w.ctx)}
+        used = w.size if w.allocated else 0
+        d = {"device": w.device, "address": w.addr, "total_size": w.size, "allocated_size": used,
+             "active_size": used, "requested_size": w.requested if w.allocated else 0, "stream": w.stream,
+             "segment_pool_id": (0, 0),
              "segment_type": "large", "is_expandable": False}
         if w.ctx is None:
             d["frames"] = self.empty
@@ -188,8 +194,14 @@ def render(allocators, layout="cuda", keep_last=None, workspaces=(), annotations
         t["segments"] += len(ws)
         t["blocks"] += len(ws)
         t["reservedBytes"] += sum(w.size for w in ws)
-        if ws:
-            t["blockStates"]["inactive"] = t["blockStates"].get("inactive", 0) + len(ws)
+        for w in ws:
+            st = "active_allocated" if w.allocated else "inactive"
+            t["blockStates"][st] = t["blockStates"].get(st, 0) + 1
+            if w.allocated:
+                t["allocatedBytes"] += w.size
+                t["activeBytes"] += w.size
+                t["requestedBytes"] += w.requested
+                t["liveBlockBytes"] += w.size
         t["traceEntries"] = len(trace)
         t["actions"] = actions
         t["device"] = dev

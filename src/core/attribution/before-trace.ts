@@ -1,0 +1,226 @@
+// Memory with no stack, named from sizes and lifetimes (rules.ts, the `inferred` rules). Most real files
+// start recording after the model is built: the weights, and often last step's optimizer state, carry no
+// stack. What the trace still shows about them:
+//  - replaced-in-phase: a pre-trace allocation freed in the same phase as a same-size allocation from a
+//    known site is replaced by it one for one (functional optimizers replace exp_avg every step);
+//  - matches-gradient / adam-state: per size, as many pre-trace blocks as the most gradients of that size
+//    alive at once are parameters; with an Adam-like optimizer two more per parameter are its moments;
+//  - adam-quartet: with no gradient of that size in the file (kept across steps, set_to_none=False),
+//    pre-trace blocks of a size the Adam-like optimizer works on, in fours: weight, grad, two moments.
+// Every such answer is marked inferred (its rule says so) and keeps the "allocated before recording" site.
+
+import { BlockState, EMPTY_STACK, type SnapshotModel } from "../model/types";
+import { Category, RULES, RuleId } from "./rules";
+import { Kind, type TraceLifetimes } from "./trace-rules";
+
+const NONE = 255;
+const R = {
+  replaced: RuleId["replaced-in-phase"],
+  matchesGradient: RuleId["matches-gradient"],
+  adamState: RuleId["adam-state"],
+  quartet: RuleId["adam-quartet"],
+  noStack: RuleId["no-stack"],
+  optimizer: RuleId.optimizer,
+};
+
+/** What the inference reads and writes for one device trace. */
+export interface TraceAttribution {
+  trace: SnapshotModel["traces"][number];
+  lifetimes: TraceLifetimes;
+  /** Final per-entry category / rule / site (after the trace refinements). */
+  category: Uint8Array;
+  rule: Uint8Array;
+  site: Int32Array;
+  /** Out: for the free entries that close a pre-trace allocation, its inferred category; 255 none. */
+  beforeCategory: Uint8Array;
+  beforeRule: Uint8Array;
+  beforeSite: Int32Array;
+}
+
+export interface BlockAttribution {
+  category: Uint8Array;
+  rule: Uint8Array;
+  site: Int32Array;
+  /** Per block: 1 when its allocation was found in the trace. */
+  inTrace: Uint8Array;
+}
+
+export function newBeforeArrays(n: number) {
+  return {
+    beforeCategory: new Uint8Array(n).fill(NONE),
+    beforeRule: new Uint8Array(n),
+    beforeSite: new Int32Array(n).fill(-1),
+  };
+}
+
+export const NO_BEFORE_CATEGORY = NONE;
+
+/**
+ * Infers categories of pre-trace memory on one device, in place: `traceAttr` (null when the device has no
+ * trace) and the device's blocks in `blocks`.
+ */
+export function inferBeforeTrace(
+  model: SnapshotModel,
+  device: number,
+  traceAttr: TraceAttribution | null,
+  blocks: BlockAttribution,
+  stackCategory: Uint8Array,
+  stackRule: Uint8Array,
+  kinds: Uint8Array,
+  adamLike: boolean,
+  beforeSite: number,
+): void {
+  if (traceAttr) replacedInPhase(traceAttr, stackCategory, kinds);
+
+  // Gradients per size: the most alive at once (a trace of three steps holds three sets, one at a time).
+  const gradStarts = new Map<number, number[]>();
+  const gradEnds = new Map<number, number[]>();
+  const push = (m: Map<number, number[]>, k: number, v: number) => {
+    const a = m.get(k);
+    if (a) a.push(v);
+    else m.set(k, [v]);
+  };
+  const optimizerSizes = new Set<number>();
+  const n = traceAttr ? traceAttr.trace.length : 0;
+  if (traceAttr) {
+    const { trace: t, lifetimes, category } = traceAttr;
+    for (let i = 0; i < n; i++) {
+      if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
+      const size = t.sizeBytes[i];
+      if (category[i] === Category.gradients) {
+        push(gradStarts, size, i);
+        push(gradEnds, size, lifetimes.end[i]);
+      }
+      const s = t.stack[i];
+      if (s !== EMPTY_STACK && stackRule[s] === R.optimizer) optimizerSizes.add(size);
+    }
+  }
+  const candidates = new Map<number, { blocks: number[]; frees: number[] }>();
+  const candidate = (size: number) => {
+    let c = candidates.get(size);
+    if (!c) candidates.set(size, (c = { blocks: [], frees: [] }));
+    return c;
+  };
+  const B = model.blocks;
+  const segDevice = model.segments.device;
+  for (let b = 0; b < B.length; b++) {
+    if (segDevice[B.segment[b]] !== device || blocks.inTrace[b]) continue;
+    const st = B.state[b];
+    if (st !== BlockState.active_allocated) continue;
+    const req = B.requestedSizeBytes[b];
+    const size = Number.isNaN(req) ? B.sizeBytes[b] : req;
+    if (blocks.category[b] === Category.gradients) {
+      push(gradStarts, size, -1);
+      push(gradEnds, size, n + 1);
+    } else if (blocks.rule[b] === R.noStack && B.stack[b] === EMPTY_STACK) candidate(size).blocks.push(b);
+  }
+  if (traceAttr) {
+    const { trace: t, lifetimes, beforeCategory } = traceAttr;
+    const carry = lifetimes.freesCarryAllocationStack;
+    for (let i = 0; i < n; i++) {
+      if (!lifetimes.freesBeforeTrace[i] || beforeCategory[i] !== NONE) continue;
+      // With context="alloc" a free carries the allocation's own stack: the replay reads it from there.
+      if (carry && t.stack[i] !== EMPTY_STACK) continue;
+      candidate(t.sizeBytes[i]).frees.push(i);
+    }
+  }
+
+  for (const [size, c] of candidates) {
+    const g = maxConcurrent(gradStarts.get(size), gradEnds.get(size));
+    const total = c.blocks.length + c.frees.length;
+    const assign = (from: number, count: number, category: number, rule: number) => {
+      for (let j = from; j < from + count; j++) {
+        if (j < c.blocks.length) {
+          const b = c.blocks[j];
+          blocks.category[b] = category;
+          blocks.rule[b] = rule;
+          blocks.site[b] = beforeSite;
+        } else if (traceAttr) {
+          const i = c.frees[j - c.blocks.length];
+          traceAttr.beforeCategory[i] = category;
+          traceAttr.beforeRule[i] = rule;
+          traceAttr.beforeSite[i] = beforeSite;
+        }
+      }
+    };
+    if (g > 0) {
+      const params = Math.min(total, g);
+      assign(0, params, Category.parameters, R.matchesGradient);
+      if (adamLike) assign(params, Math.min(total - params, 2 * g), Category.optimizer_state, R.adamState);
+    } else if (adamLike && optimizerSizes.has(size) && total % 4 === 0) {
+      const q = total / 4;
+      assign(0, q, Category.parameters, R.quartet);
+      assign(q, q, Category.gradients, R.quartet);
+      assign(2 * q, 2 * q, Category.optimizer_state, R.quartet);
+    }
+  }
+}
+
+/** The most intervals [start, end) open at once. */
+function maxConcurrent(starts: number[] | undefined, ends: number[] | undefined): number {
+  if (!starts || !ends) return 0;
+  const s = Float64Array.from(starts).sort();
+  const e = Float64Array.from(ends).sort();
+  let best = 0;
+  let open = 0;
+  for (let i = 0, j = 0; i < s.length; ) {
+    if (j < e.length && e[j] <= s[i]) {
+      open--;
+      j++;
+    } else {
+      open++;
+      i++;
+      if (open > best) best = open;
+    }
+  }
+  return best;
+}
+
+/**
+ * replaced-in-phase: within each run of one phase, the k-th pre-trace free of a size pairs with the k-th
+ * allocation of that size from a known site in the run (a one-for-one replacement, batched or interleaved).
+ * The replacement's own category is taken from its stack (a replacement freed later in the step would be
+ * scratch; what it replaced lived since before the trace, so it was state).
+ */
+function replacedInPhase(a: TraceAttribution, stackCategory: Uint8Array, kinds: Uint8Array): void {
+  const { trace: t, lifetimes } = a;
+  const n = t.length;
+  const runs = new Set<number>();
+  for (let i = 0; i < n; i++) if (lifetimes.freesBeforeTrace[i]) runs.add(lifetimes.phaseRun[i]);
+  if (runs.size === 0) return;
+  /** run → size → alloc entries of a known site, in order. */
+  const allocs = new Map<number, Map<number, number[]>>();
+  for (let i = 0; i < n; i++) {
+    if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
+    const run = lifetimes.phaseRun[i];
+    if (!runs.has(run)) continue;
+    const s = t.stack[i];
+    if (s === EMPTY_STACK || stackCategory[s] === Category.unknown) continue;
+    let bySize = allocs.get(run);
+    if (!bySize) allocs.set(run, (bySize = new Map()));
+    const size = t.sizeBytes[i];
+    const list = bySize.get(size);
+    if (list) list.push(i);
+    else bySize.set(size, [i]);
+  }
+  const taken = new Map<number[], number>();
+  for (let i = 0; i < n; i++) {
+    if (!lifetimes.freesBeforeTrace[i]) continue;
+    const list = allocs.get(lifetimes.phaseRun[i])?.get(t.sizeBytes[i]);
+    if (!list) continue;
+    const k = taken.get(list) ?? 0;
+    if (k >= list.length) continue;
+    taken.set(list, k + 1);
+    const j = list[k];
+    const s = t.stack[j];
+    const cat = a.category[j] === Category.temporary ? stackCategory[s] : a.category[j];
+    a.beforeCategory[i] = cat;
+    a.beforeRule[i] = R.replaced;
+    a.beforeSite[i] = a.site[j];
+  }
+}
+
+/** Whether a rule id names an inferred attribution. */
+export function isInferredRule(rule: number): boolean {
+  return RULES[rule]?.inferred === true;
+}

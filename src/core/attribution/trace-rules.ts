@@ -1,0 +1,230 @@
+// The trace refinements (rules.ts, scope "trace"): what an allocation is depends on when it is freed as
+// well as where it was made. One pass pairs every alloc with the entry that ends it; a second walks the
+// phases (forward / backward / optimizer, from each entry's stack rule) to decide, per allocation, whether
+// it outlived the phase that made it.
+
+import { Action, EMPTY_STACK, type SnapshotModel } from "../model/types";
+import { AddressMap } from "../replay/addr-map";
+import { RULES, RuleId } from "./rules";
+
+type Trace = SnapshotModel["traces"][number];
+
+/** Phase of a trace entry, from its stack's rule: what the program was doing. */
+export const Phase = { none: 0, forward: 1, backward: 2, optimizer: 3, parameters: 4 } as const;
+const PHASE_OF_RULE: Record<string, number> = {
+  forward: Phase.forward,
+  "accumulate-grad": Phase.backward,
+  "autograd-engine": Phase.backward,
+  "backward-call": Phase.backward,
+  optimizer: Phase.optimizer,
+  "module-to": Phase.parameters,
+  "load-weights": Phase.parameters,
+  "init-weights": Phase.parameters,
+  "data-parallel-replicate": Phase.parameters,
+  "own-constructor": Phase.parameters,
+};
+export const RULE_PHASE = Uint8Array.from(RULES, (r) => PHASE_OF_RULE[r.id] ?? Phase.none);
+
+const R = {
+  ownCode: RuleId["own-code"],
+  engine: RuleId["autograd-engine"],
+  accumulateGrad: RuleId["accumulate-grad"],
+  backwardCall: RuleId["backward-call"],
+  forward: RuleId.forward,
+  optimizer: RuleId.optimizer,
+  inFlight: RuleId["backward-in-flight"],
+  engineNoStack: RuleId["engine-no-stack"],
+  loss: RuleId["loss-computation"],
+  lossIntermediate: RuleId["loss-intermediate"],
+  lossSaved: RuleId["loss-saved"],
+  forwardTransient: RuleId["forward-transient"],
+  optimizerScratch: RuleId["optimizer-scratch"],
+};
+
+/** Per action id: 2 alloc, 3 free_requested / free_completed, 4 another memory action, 0 the rest. */
+export const Kind = { other: 0, alloc: 2, free: 3, memory: 4 } as const;
+
+export interface TraceLifetimes {
+  /** Per entry: for an alloc, the entry that ends it (its free_requested, else free_completed, else the
+   * alloc that reused the address); n when it is alive at the end. Other entries: n. */
+  end: Int32Array;
+  /** Per entry: 1 for the free that closes an allocation made before the trace (the free_requested, or a
+   * free_completed with no request before it: the entry the replay takes such an allocation from). */
+  freesBeforeTrace: Int32Array;
+  /** Per entry: phase (Phase) of the entry's stack; engine-thread entries are backward. */
+  phase: Uint8Array;
+  /** Per entry: a counter that moves on whenever the phase changes (entries of no phase keep the run). */
+  phaseRun: Int32Array;
+  /** Addresses of live blocks → index of the last alloc there (where a live block's allocation is). */
+  lastAlloc: Map<number, number>;
+  /** Do free entries carry the allocation's stack (`context="alloc"`) rather than their own? */
+  freesCarryAllocationStack: boolean;
+}
+
+/**
+ * Applies the trace refinements to the alloc entries of one device trace in place (`cat`, `rule`) and
+ * returns the lifetimes the inference of pre-trace memory needs.
+ *  - Engine-made allocations (autograd-engine frames; frame-less ones of a stacks='python' file; torch's
+ *    own backward(), which makes the root gradient) are gradients if some main-thread event happened
+ *    between the allocation and its free — they outlived their backward: AccumulateGrad kept them as .grad —
+ *    and temporaries in flight otherwise.
+ *  - A forward's allocation freed before any backward or optimizer entry comes after it is a transient.
+ *  - An optimizer allocation freed before the program left the optimizer step is scratch.
+ *  - The user's own code between a forward and its backward (the loss): freed before the backward began, an
+ *    intermediate; freed during it, saved for it (activations); outliving it, the loss itself (other).
+ * torch_npu workspace entries (prepended, out of time order) take no part.
+ */
+export function refineFromTrace(
+  t: Trace,
+  kinds: Uint8Array,
+  pythonOnly: boolean,
+  stackRule: Uint8Array,
+  cat: Uint8Array,
+  rule: Uint8Array,
+  blockAddresses: Set<number> | undefined,
+): TraceLifetimes {
+  const n = t.length;
+  const engine = new Uint8Array(n);
+  const mainPrefix = new Int32Array(n + 1);
+  const phase = new Uint8Array(n);
+  for (let i = 0; i < n; i++) {
+    const k = kinds[t.action[i]];
+    let main = 0;
+    if (k !== Kind.other && !t.isWorkspace[i]) {
+      const s = t.stack[i];
+      if (s === EMPTY_STACK) {
+        if (pythonOnly && k !== Kind.memory) {
+          engine[i] = 1;
+          phase[i] = Phase.backward;
+        }
+      } else {
+        const r = stackRule[s];
+        if (r === R.accumulateGrad)
+          engine[i] = 2; // a gradient whatever happens next
+        else if (r === R.engine) engine[i] = 1;
+        else main = 1;
+        phase[i] = RULE_PHASE[r];
+      }
+    }
+    mainPrefix[i + 1] = mainPrefix[i] + main;
+  }
+
+  const { end, freesBeforeTrace, lastAlloc, freesCarryAllocationStack } = pairLifetimes(
+    t,
+    kinds,
+    blockAddresses,
+  );
+
+  // Nearest phase entry before / after each entry, and where each phase next gives way to another.
+  const prev = new Uint8Array(n);
+  const next = new Uint8Array(n);
+  const phaseRun = new Int32Array(n);
+  for (let i = 0, p = 0, run = 0; i < n; i++) {
+    prev[i] = p;
+    const ph = phase[i];
+    if (ph && ph !== p) {
+      if (p) run++;
+      p = ph;
+    }
+    phaseRun[i] = run;
+  }
+  /** nextNot[P][i]: the first entry after i whose phase is another (not none, not P); n if none. */
+  const nextNotForward = new Int32Array(n);
+  const nextNotOptimizer = new Int32Array(n);
+  const nextNotBackward = new Int32Array(n);
+  const nextBackward = new Int32Array(n);
+  for (let i = n - 1, p = 0, nf = n, no = n, nb = n, b = n; i >= 0; i--) {
+    next[i] = p;
+    nextNotForward[i] = nf;
+    nextNotOptimizer[i] = no;
+    nextNotBackward[i] = nb;
+    nextBackward[i] = b;
+    const ph = phase[i];
+    if (ph) {
+      p = ph;
+      if (ph !== Phase.forward) nf = i;
+      if (ph !== Phase.optimizer) no = i;
+      if (ph !== Phase.backward) nb = i;
+      else b = i;
+    }
+  }
+
+  for (let i = 0; i < n; i++) {
+    if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
+    const s = t.stack[i];
+    const r = s === EMPTY_STACK ? -1 : stackRule[s];
+    const e = end[i];
+    let fired = -1;
+    if (engine[i] === 1 || r === R.backwardCall) {
+      const outlived = mainPrefix[e] - mainPrefix[i + 1] > 0;
+      fired = outlived ? (s === EMPTY_STACK ? R.engineNoStack : r) : R.inFlight;
+    } else if (r === R.forward) {
+      if (e < n && e < nextNotForward[i]) fired = R.forwardTransient;
+    } else if (r === R.optimizer) {
+      if (e < n && e < nextNotOptimizer[i]) fired = R.optimizerScratch;
+    } else if (r === R.ownCode && prev[i] === Phase.forward && next[i] === Phase.backward) {
+      const b = nextBackward[i];
+      fired = e < b ? R.lossIntermediate : b < n && e < nextNotBackward[b] ? R.lossSaved : R.loss;
+    }
+    if (fired >= 0 && fired !== r) {
+      rule[i] = fired;
+      cat[i] = RULES[fired].category;
+    }
+  }
+  return { end, freesBeforeTrace, phase, phaseRun, lastAlloc, freesCarryAllocationStack };
+}
+
+// Address-map values: ≥ 0 an open allocation (its alloc entry); OPEN_NONE nothing open; PENDING freed by
+// the program (free_requested), waiting for its free_completed.
+const OPEN_NONE = -1;
+const PENDING = -2;
+
+/**
+ * Pairs allocs with frees by (address, ordinal), as the replay does: an alloc opens an allocation; its
+ * free_requested ends it for the program (free_completed may follow); a free at an address with nothing
+ * open frees an allocation made before the trace.
+ */
+function pairLifetimes(t: Trace, kinds: Uint8Array, blockAddresses: Set<number> | undefined) {
+  const n = t.length;
+  const end = new Int32Array(n).fill(n);
+  const freesBeforeTrace = new Int32Array(n);
+  const lastAlloc = new Map<number, number>();
+  const open = new AddressMap(Math.min(n, 1 << 16));
+  const { action, addr, stack, isWorkspace } = t;
+  let sameStack = 0;
+  let otherStack = 0;
+  for (let i = 0; i < n; i++) {
+    const k = kinds[action[i]];
+    if ((k !== Kind.alloc && k !== Kind.free) || isWorkspace[i]) continue;
+    const a = addr[i];
+    if (Number.isNaN(a)) continue;
+    const slot = open.slot(a, OPEN_NONE);
+    const v = open.values[slot];
+    if (k === Kind.alloc) {
+      if (v >= 0) end[v] = i; // alloc over a live address: the old allocation ends here
+      open.values[slot] = i;
+      if (blockAddresses?.has(a)) lastAlloc.set(a, i);
+      continue;
+    }
+    const requested = action[i] === Action.free_requested;
+    if (v >= 0) {
+      end[v] = i;
+      open.values[slot] = requested ? PENDING : OPEN_NONE;
+      if (sameStack + otherStack < 4096 && stack[v] !== EMPTY_STACK && stack[i] !== EMPTY_STACK) {
+        if (stack[v] === stack[i]) sameStack++;
+        else otherStack++;
+      }
+    } else if (v === PENDING) {
+      if (!requested) open.values[slot] = OPEN_NONE; // its free_completed
+    } else {
+      freesBeforeTrace[i] = 1;
+      open.values[slot] = requested ? PENDING : OPEN_NONE;
+    }
+  }
+  return {
+    end,
+    freesBeforeTrace,
+    lastAlloc,
+    freesCarryAllocationStack: sameStack > 0 && otherStack === 0,
+  };
+}
