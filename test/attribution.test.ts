@@ -331,12 +331,15 @@ describe("attribution rules on real stacks", () => {
       "optimizer_state",
       "activations",
       "input",
+      "temporary",
+      "workspace",
       "other",
       "unknown",
     ]);
     expect(RULES.map((r) => r.id)).toEqual([
       "profiler-category",
       "no-stack",
+      "npu-workspace",
       "accumulate-grad",
       "optimizer",
       "backward-call",
@@ -353,6 +356,14 @@ describe("attribution rules on real stacks", () => {
       "backward-in-flight",
       "engine-no-stack",
       "loss-computation",
+      "loss-intermediate",
+      "loss-saved",
+      "forward-transient",
+      "optimizer-scratch",
+      "replaced-in-phase",
+      "matches-gradient",
+      "adam-state",
+      "adam-quartet",
     ]);
     for (const r of RULES) expect(r.description.length).toBeGreaterThan(20);
   });
@@ -366,7 +377,7 @@ describe("trace refinements (real stacks, planted event order)", () => {
     a.rules[a.traceRule[0][i]].id,
   ];
 
-  it("an engine-made block that outlived its backward is a gradient; one still in flight is an activation", () => {
+  it("an engine-made block that outlived its backward is a gradient; one still in flight is a temporary", () => {
     const kept = buildModel(
       [{ address: 0x1000, blocks: [{ size: 512, frames: engine }] }],
       [
@@ -395,8 +406,8 @@ describe("trace refinements (real stacks, planted event order)", () => {
       ],
     );
     const b = attribute(inFlight);
-    expect(at(b, 1)).toEqual(["activations", "backward-in-flight"]);
-    expect(b.categoryNames[b.blockCategory[0]]).toBe("activations");
+    expect(at(b, 1)).toEqual(["temporary", "backward-in-flight"]);
+    expect(b.categoryNames[b.blockCategory[0]]).toBe("temporary");
     expect(b.rules[b.blockRule[0]].id).toBe("backward-in-flight");
   });
 
@@ -414,7 +425,7 @@ describe("trace refinements (real stacks, planted event order)", () => {
         },
       ],
     );
-    expect(at(attribute(m), 0)).toEqual(["activations", "backward-in-flight"]);
+    expect(at(attribute(m), 0)).toEqual(["temporary", "backward-in-flight"]);
   });
 
   it("stacks='python': a frame-less alloc in the trace is the autograd engine's", () => {
@@ -422,7 +433,7 @@ describe("trace refinements (real stacks, planted event order)", () => {
     const m = buildModel(
       [
         { address: 0x1000, blocks: [{ size: 512 }, { size: 512, frames: fwd }] },
-        { address: 0x5000, blocks: [{ size: 512 }] },
+        { address: 0x5000, blocks: [{ size: 1024 }] },
       ],
       [
         {
@@ -438,9 +449,10 @@ describe("trace refinements (real stacks, planted event order)", () => {
     expect(at(a, 0)).toEqual(["gradients", "engine-no-stack"]);
     expect(a.categoryNames[a.blockCategory[0]]).toBe("gradients");
     expect(a.sites[a.blockSite[0]].key).toBe("autograd engine (no stack recorded)");
-    // Not in the trace: allocated before recording — unknown.
+    // Not in the trace: allocated before recording, and no gradient of its size — unknown.
     expect(a.categoryNames[a.blockCategory[2]]).toBe("unknown");
     expect(a.blockSite[2]).toBe(NO_STACK_SITE);
+    expect(a.unknownReasonOfBlock(2)).toBe("before-recording");
   });
 
   it("the user's own computation between a forward and its backward is the loss; before a forward it is input", () => {

@@ -43,6 +43,8 @@ describe("compare", () => {
       optimizer_state: 0,
       activations: 10 * MiB,
       input: 0,
+      temporary: 0,
+      workspace: 0,
       other: 0,
       unknown: 0,
     });

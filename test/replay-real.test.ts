@@ -100,9 +100,9 @@ const EXPECTED_FAILURES: Record<string, string> = {
   // every block in segments is inactive. The 24 tensors were freed after recording stopped
   // (_record_memory_history(None) before the dump): their frees are not in the trace.
   drisspg__transformer_nuggets__mini_snapshot: "24 alive after the trace but not in segments (402,720,768 B)",
-  // Not a real snapshot (a synthetic fixture of another project): segment allocated_size sums to
-  // 174,716,640 B while its active blocks hold 8,704 B, and the trace has no free_requested at all.
-  facebookresearch__mosaic__output: "replayed allocated 8,704 B ≠ Σ segment allocated_size 174,716,640 B",
+  // (facebookresearch/mosaic's synthetic fixture: its segment allocated_size sums to 174,716,640 B while its
+  // active blocks hold 8,704 B. The replay ends in exactly those blocks, so trace-replay passes; the segment
+  // fields' disagreement is the active-total check's to report, not reported twice.)
 };
 
 const expectedFailure = (file: string) =>
@@ -142,8 +142,10 @@ describe.skipIf(!HAVE_REAL)("replay of the real snapshots", () => {
         expect(r.check.detail).toContain(why);
       } else {
         expect(r.check.status, r.check.detail).toBe("pass");
-        expect(r.end.replayAllocatedBytes).toBe(p.snapshotAllocated);
         expect(r.end.replayAllocatedBytes).toBe(p.activeBlockAllocatedBytes);
+        if (!p.file.startsWith("facebookresearch__mosaic")) {
+          expect(r.end.replayAllocatedBytes).toBe(p.snapshotAllocated);
+        }
       }
       if (p.aliveOnlyInReplay > 0) expect(r.end.aliveOnlyInReplayBytes).toBe(p.aliveOnlyInReplayRounded);
       // The fitting rule never contradicts a block whose size the snapshot gives.

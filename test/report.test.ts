@@ -64,9 +64,19 @@ describe("buildReport", () => {
       optimizer_state: 16 * MiB,
       activations: 0,
       input: 1536,
+      temporary: 0,
+      workspace: 0,
       other: 4 * MiB,
       unknown: 512,
     });
+    // The frame-less 512 B block: nothing in the file says what it is (no gradient of its size).
+    expect(r.unknownBytesByReason).toEqual({
+      "before-recording": 512,
+      "ring-buffer-evicted": 0,
+      "no-stacks-recorded": 0,
+      reconstructed: 0,
+    });
+    expect(r.inferredBytes).toEqual({});
     expect(sumCats(r.categories) + r.reconciliationBytes).toBe(r.totals.allocatedBytes);
     expect(r.reconciliationBytes).toBe(0);
     for (const d of r.devices) expect(sumCats(d.categories)).toBe(d.allocatedBytes);
@@ -115,15 +125,27 @@ describe("buildReport", () => {
   });
 
   it("the JSON has the documented shape and the text shows PASS/SKIP with numbers", () => {
-    expect(Object.keys(r).slice(0, 6)).toEqual([
+    expect(Object.keys(r).slice(0, 9)).toEqual([
       "totals",
       "devices",
       "categories",
+      "inferredBytes",
+      "unknownBytesByReason",
+      "workspaceBytes",
       "checks",
       "topCallSites",
       "compare",
     ]);
     expect(r.compare).toBeNull();
+    // Library memory: beside the own-code line, the library function it called and the innermost
+    // meaningful library frame (vLLM's KV cache allocation), both read from the planted stack.
+    const kv = r.topCallSites.find((c) => c.category === "other");
+    const frames = S.vllmKvCache.frames;
+    const inner = frames.find(([, , name]) => name === "_allocate_kv_cache");
+    expect(inner).toBeDefined();
+    expect(kv?.via).toBe("own-code");
+    expect(kv?.libraryInnermost).toContain(`cache_engine.py:${inner?.[1]} _allocate_kv_cache`);
+    expect(kv?.library).toMatch(/^vllm\//);
     const text = renderReportText(r);
     expect(text).toMatch(/PASS block-tiling/);
     expect(text).toMatch(/SKIP reserved-counter/);

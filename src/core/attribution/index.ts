@@ -163,6 +163,8 @@ interface FrameClass {
 /** Library frames that only forward a call: skipped when naming the library function a line called. */
 const WRAPPER_FRAME =
   /\/torch\/nn\/modules\/module\.py$|\/torch\/utils\/_contextlib\.py$|\/torch\/autograd\/grad_mode\.py$|\/torch\/_dynamo\/eval_frame\.py$|\/(?:functools|contextlib)\.py$/;
+/** Decorator-made functions that only pass a call on (vLLM's deprecate_kwargs `inner`, functools wraps). */
+const WRAPPER_NAME = /^(?:inner|wrapper|_wrapper|wrapped|wrapped_fn|decorate_context|_fn)$/;
 const ADAM = /adam/i;
 
 function classifyFrames(model: SnapshotModel): FrameClass {
@@ -200,7 +202,7 @@ function classifyFrames(model: SnapshotModel): FrameClass {
       if (facts.isTorch) b |= F_TORCH;
       if (file.generated) b |= F_GENERATED;
       if (file.stdlib) b |= F_STDLIB;
-      if (WRAPPER_FRAME.test(file.path)) wrapper[f] = 1;
+      if (WRAPPER_FRAME.test(file.path) || WRAPPER_NAME.test(name)) wrapper[f] = 1;
       if (!adamLike && !file.isOwn && (ADAM.test(name) || ADAM.test(pathTail(file.path, 1)))) adamLike = true;
     } else {
       const filename = strings[fid] ?? "";
@@ -536,7 +538,8 @@ export function attribute(model: SnapshotModel): Attribution {
   const anyFrames = model.stacks.length > 1;
   const unknownReasonOfBlock = (b: number): UnknownReason => {
     if (!anyFrames || blockInTrace[b]) return "no-stacks-recorded";
-    if (model.blocks.addressComputed[b]) return "reconstructed";
+    // torch 2.0 blocks have no address: rebuilt from their segment's layout, matched to nothing.
+    if (model.legacyHistory && model.blocks.addressComputed[b]) return "reconstructed";
     return "before-recording";
   };
 
