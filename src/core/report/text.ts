@@ -39,9 +39,16 @@ export function renderReportText(r: ReportJson): string {
   out.push("", "categories (active_allocated blocks; they add up to allocated)");
   for (const name of CATEGORY_NAMES) {
     const n = r.categories[name];
+    const inferred = r.inferredBytes[name] ?? 0;
     out.push(
-      `  ${name.padEnd(16)}${formatMiB(n).padStart(14)}  ${pct(n, t.allocatedBytes).padStart(6)}  ${formatBytes(n)}`,
+      `  ${name.padEnd(16)}${formatMiB(n).padStart(14)}  ${pct(n, t.allocatedBytes).padStart(6)}  ${formatBytes(n)}` +
+        (inferred > 0 ? `  (${formatMiB(inferred)} inferred: no stack, named from sizes and lifetimes)` : ""),
     );
+    if (name === "unknown" && n > 0) {
+      for (const [why, bytes] of Object.entries(r.unknownBytesByReason))
+        if (bytes > 0)
+          out.push(`    ${why.padEnd(22)}${formatMiB(bytes).padStart(10)}  ${formatBytes(bytes)}`);
+    }
   }
   if (r.reconciliationBytes !== 0) {
     out.push(
@@ -52,6 +59,16 @@ export function renderReportText(r: ReportJson): string {
     `  ${"= allocated".padEnd(16)}${formatMiB(t.allocatedBytes).padStart(14)}          ${formatBytes(t.allocatedBytes)}`,
   );
   if (r.pendingFreeBytes > 0) out.push(`  (pending free, not allocated: ${formatMiB(r.pendingFreeBytes)})`);
+  if (r.workspaceBytes > 0) {
+    out.push(
+      `  (torch_npu workspace ${formatMiB(r.workspaceBytes)}: not in memory_allocated(); its timing is not recorded, so it is kept out of the peak)`,
+    );
+  }
+  if ((r.unknownBytesByReason["before-recording"] ?? 0) > 0 || Object.keys(r.inferredBytes).length > 0) {
+    out.push(
+      "  fix: call torch.cuda.memory._record_memory_history() before building the model, so its memory has stacks",
+    );
+  }
 
   if (r.peak) {
     const p = r.peak;
@@ -94,8 +111,13 @@ export function renderReportText(r: ReportJson): string {
     out.push("", "top call sites (active_allocated blocks)");
     for (const s of r.topCallSites) {
       out.push(
-        `  ${formatMiB(s.bytes).padStart(14)}  ${s.category.padEnd(16)} ${s.label}  (${s.blocks} block${s.blocks === 1 ? "" : "s"}; rule ${s.rule}, ${s.via})`,
+        `  ${formatMiB(s.bytes).padStart(14)}  ${s.category.padEnd(16)} ${s.label}  (${s.blocks} block${s.blocks === 1 ? "" : "s"}; ${s.inferred ? "inferred, " : ""}rule ${s.rule}, ${s.via})`,
       );
+      if (s.library) {
+        out.push(
+          `  ${"".padStart(14)}  ${"".padEnd(16)}   → ${s.library}${s.libraryInnermost ? ` … ${s.libraryInnermost}` : ""}`,
+        );
+      }
     }
   }
   if (r.noStackReasons.length > 0) {
