@@ -216,3 +216,30 @@ describe("known run recorded late, on two streams, with torch_npu's workspace", 
     );
   });
 });
+
+// A ring buffer (`--truncate-trace N`: only the newest N entries kept). Live blocks keep their own frames,
+// so the snapshot is attributed from them; allocations freed inside the window whose alloc was dropped are
+// named from how they were freed (by the engine in backward: saved activations). One documented limit: the
+// loss scalar, made by the user's own code outside any forward, reads as input once its alloc is dropped
+// (only the order of events calls it the loss) — so `other` and `input` are compared as a sum.
+describe("known run in a ring buffer", () => {
+  for (const layout of LAYOUTS) {
+    for (const n of [40, 90]) {
+      for (const moment of ["step3", "mid_backward"]) {
+        it(`${layout} / --truncate-trace ${n} / ${moment}`, async () => {
+          const { truth, report: r } = await knownWith(layout, moment, ["--truncate-trace", String(n)]);
+          const split = (c: Record<string, number>) => {
+            const { input = 0, other = 0, ...rest } = c;
+            return { ...rest, inputAndOther: input + other };
+          };
+          expect(split(r.categories)).toEqual(split(truth.snapshot.categories));
+          expect(r.categories.unknown).toBe(0);
+          // The window's peak (the sidecar's max_memory_allocated is the whole run's).
+          const w = r.peak?.windowPeak ?? r.peak;
+          expect(w?.allocatedBytes).toBe(truth.peak.allocatedBytes);
+          expect(split(w?.categories ?? {})).toEqual(split(truth.peak.categories));
+        });
+      }
+    }
+  }
+});

@@ -361,8 +361,10 @@ describe("attribution rules on real stacks", () => {
       "forward-transient",
       "optimizer-scratch",
       "replaced-in-phase",
+      "released-by-backward",
       "matches-gradient",
       "adam-state",
+      "engine-gradient",
       "adam-quartet",
     ]);
     for (const r of RULES) expect(r.description.length).toBeGreaterThan(20);

@@ -11,12 +11,14 @@
 
 import { BlockState, EMPTY_STACK, type SnapshotModel } from "../model/types";
 import { Category, RULES, RuleId } from "./rules";
-import { Kind, type TraceLifetimes } from "./trace-rules";
+import { Kind, Phase, type TraceLifetimes } from "./trace-rules";
 
 const NONE = 255;
 const R = {
   replaced: RuleId["replaced-in-phase"],
   matchesGradient: RuleId["matches-gradient"],
+  releasedByBackward: RuleId["released-by-backward"],
+  engineGradient: RuleId["engine-gradient"],
   adamState: RuleId["adam-state"],
   quartet: RuleId["adam-quartet"],
   noStack: RuleId["no-stack"],
@@ -68,13 +70,19 @@ export function inferBeforeTrace(
   stackRule: Uint8Array,
   kinds: Uint8Array,
   adamLike: boolean,
+  pythonOnly: boolean,
   beforeSite: number,
 ): void {
-  if (traceAttr) replacedInPhase(traceAttr, stackCategory, kinds);
+  if (traceAttr) {
+    releasedByBackward(traceAttr, beforeSite);
+    replacedInPhase(traceAttr, stackCategory, kinds);
+  }
 
   // Gradients per size: the most alive at once (a trace of three steps holds three sets, one at a time).
   const gradStarts = new Map<number, number[]>();
   const gradEnds = new Map<number, number[]>();
+  const paramStarts = new Map<number, number[]>();
+  const paramEnds = new Map<number, number[]>();
   const push = (m: Map<number, number[]>, k: number, v: number) => {
     const a = m.get(k);
     if (a) a.push(v);
@@ -90,6 +98,9 @@ export function inferBeforeTrace(
       if (category[i] === Category.gradients) {
         push(gradStarts, size, i);
         push(gradEnds, size, lifetimes.end[i]);
+      } else if (category[i] === Category.parameters) {
+        push(paramStarts, size, i);
+        push(paramEnds, size, lifetimes.end[i]);
       }
       const s = t.stack[i];
       if (s !== EMPTY_STACK && stackRule[s] === R.optimizer) optimizerSizes.add(size);
@@ -112,6 +123,9 @@ export function inferBeforeTrace(
     if (blocks.category[b] === Category.gradients) {
       push(gradStarts, size, -1);
       push(gradEnds, size, n + 1);
+    } else if (blocks.category[b] === Category.parameters && !isInferredRule(blocks.rule[b])) {
+      push(paramStarts, size, -1);
+      push(paramEnds, size, n + 1);
     } else if (blocks.rule[b] === R.noStack && B.stack[b] === EMPTY_STACK) candidate(size).blocks.push(b);
   }
   if (traceAttr) {
@@ -152,6 +166,10 @@ export function inferBeforeTrace(
       assign(0, q, Category.parameters, R.quartet);
       assign(q, q, Category.gradients, R.quartet);
       assign(2 * q, 2 * q, Category.optimizer_state, R.quartet);
+    } else if (pythonOnly && n > 0) {
+      // Parameters known by their stacks whose gradients are missing: the engine's frame-less .grad.
+      const missing = maxConcurrent(paramStarts.get(size), paramEnds.get(size));
+      if (missing > 0) assign(0, Math.min(c.blocks.length, missing), Category.gradients, R.engineGradient);
     }
   }
 }
@@ -176,6 +194,18 @@ function maxConcurrent(starts: number[] | undefined, ends: number[] | undefined)
   return best;
 }
 
+/** released-by-backward: a pre-trace allocation the autograd engine frees during a backward was saved for it. */
+function releasedByBackward(a: TraceAttribution, beforeSite: number): void {
+  const { lifetimes } = a;
+  const n = a.trace.length;
+  for (let i = 0; i < n; i++) {
+    if (!lifetimes.freesBeforeTrace[i] || lifetimes.phase[i] !== Phase.backward) continue;
+    a.beforeCategory[i] = Category.activations;
+    a.beforeRule[i] = R.releasedByBackward;
+    a.beforeSite[i] = beforeSite;
+  }
+}
+
 /**
  * replaced-in-phase: within each run of one phase, the k-th pre-trace free of a size pairs with the k-th
  * allocation of that size from a known site in the run (a one-for-one replacement, batched or interleaved).
@@ -185,8 +215,14 @@ function maxConcurrent(starts: number[] | undefined, ends: number[] | undefined)
 function replacedInPhase(a: TraceAttribution, stackCategory: Uint8Array, kinds: Uint8Array): void {
   const { trace: t, lifetimes } = a;
   const n = t.length;
+  // Not in a backward: there, frees release what the forward saved and allocations are new gradients —
+  // no one-for-one replacement (released-by-backward names those frees).
+  const replaceable = (i: number) =>
+    lifetimes.freesBeforeTrace[i] === 1 &&
+    a.beforeCategory[i] === NONE &&
+    lifetimes.runPhase[i] !== Phase.backward;
   const runs = new Set<number>();
-  for (let i = 0; i < n; i++) if (lifetimes.freesBeforeTrace[i]) runs.add(lifetimes.phaseRun[i]);
+  for (let i = 0; i < n; i++) if (replaceable(i)) runs.add(lifetimes.phaseRun[i]);
   if (runs.size === 0) return;
   /** run → size → alloc entries of a known site, in order. */
   const allocs = new Map<number, Map<number, number[]>>();
@@ -205,7 +241,7 @@ function replacedInPhase(a: TraceAttribution, stackCategory: Uint8Array, kinds: 
   }
   const taken = new Map<number[], number>();
   for (let i = 0; i < n; i++) {
-    if (!lifetimes.freesBeforeTrace[i]) continue;
+    if (!replaceable(i)) continue;
     const list = allocs.get(lifetimes.phaseRun[i])?.get(t.sizeBytes[i]);
     if (!list) continue;
     const k = taken.get(list) ?? 0;

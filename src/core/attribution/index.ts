@@ -531,6 +531,7 @@ export function attribute(model: SnapshotModel): Attribution {
       stackRule,
       kinds,
       adamLike,
+      pythonOnly,
       BEFORE_RECORDING_SITE,
     );
   }

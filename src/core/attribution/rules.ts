@@ -323,6 +323,15 @@ export const RULES: readonly Rule[] = [
       "replacing last step's exp_avg): it takes that allocation's category and call site.",
   },
   {
+    id: "released-by-backward",
+    category: Category.activations,
+    inferred: true,
+    scope: "trace",
+    description:
+      "Inferred. Allocated before recording began (no stack), and freed by the autograd engine during a " +
+      "backward: a tensor the forward saved for that backward (an activation).",
+  },
+  {
     id: "matches-gradient",
     category: Category.parameters,
     inferred: true,
@@ -341,6 +350,16 @@ export const RULES: readonly Rule[] = [
       "Inferred. Allocated before recording began (no stack), and the optimizer is Adam-like (adam/adamw " +
       "frames): past the parameters a size's gradients account for, up to two more blocks per parameter of " +
       "that size are its exp_avg and exp_avg_sq.",
+  },
+  {
+    id: "engine-gradient",
+    category: Category.gradients,
+    inferred: true,
+    scope: "trace",
+    description:
+      "Inferred. A stacks='python' file (the autograd engine's threads record no frames): a frame-less block " +
+      "whose allocation is not in the trace, whose size matches a parameter that has no gradient of its size " +
+      "yet (one for one): that parameter's .grad.",
   },
   {
     id: "adam-quartet",

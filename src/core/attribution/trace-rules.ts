@@ -55,6 +55,8 @@ export interface TraceLifetimes {
   phase: Uint8Array;
   /** Per entry: a counter that moves on whenever the phase changes (entries of no phase keep the run). */
   phaseRun: Int32Array;
+  /** Per entry: the phase of the run it is in (the last phase seen at or before it). */
+  runPhase: Uint8Array;
   /** Addresses of live blocks → index of the last alloc there (where a live block's allocation is). */
   lastAlloc: Map<number, number>;
   /** Do free entries carry the allocation's stack (`context="alloc"`) rather than their own? */
@@ -119,6 +121,7 @@ export function refineFromTrace(
   const prev = new Uint8Array(n);
   const next = new Uint8Array(n);
   const phaseRun = new Int32Array(n);
+  const runPhase = new Uint8Array(n);
   for (let i = 0, p = 0, run = 0; i < n; i++) {
     prev[i] = p;
     const ph = phase[i];
@@ -127,6 +130,7 @@ export function refineFromTrace(
       p = ph;
     }
     phaseRun[i] = run;
+    runPhase[i] = p;
   }
   /** nextNot[P][i]: the first entry after i whose phase is another (not none, not P); n if none. */
   const nextNotForward = new Int32Array(n);
@@ -171,7 +175,7 @@ export function refineFromTrace(
       cat[i] = RULES[fired].category;
     }
   }
-  return { end, freesBeforeTrace, phase, phaseRun, lastAlloc, freesCarryAllocationStack };
+  return { end, freesBeforeTrace, phase, phaseRun, runPhase, lastAlloc, freesCarryAllocationStack };
 }
 
 // Address-map values: ≥ 0 an open allocation (its alloc entry); OPEN_NONE nothing open; PENDING freed by
