@@ -107,6 +107,8 @@ export interface StateAtReport {
   /** Allocated bytes in requested (unrounded) sizes. */
   requestedBytes: number;
   categories: Record<string, number>;
+  /** Bytes per category whose category was inferred (no stack says it). */
+  inferredBytes: Record<string, number>;
   topCallSites: CallSiteBytes[];
   liveBlocks: number;
   pendingFreeBlocks: number;
@@ -388,6 +390,7 @@ export function stateAtReport(
     reservedBytes: totals.reservedBytes,
     requestedBytes: totals.requestedBytes,
     categories: categoriesRecord(inputs, comp.byCategory),
+    inferredBytes: inferredAt(r, eventIndex, inputs),
     topCallSites: sitesList(inputs, comp.sites),
     liveBlocks: state.allocation.length,
     pendingFreeBlocks: pending,
