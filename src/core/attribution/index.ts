@@ -79,7 +79,7 @@ export const UNKNOWN_REASONS = [
 export type UnknownReason = (typeof UNKNOWN_REASONS)[number];
 
 export interface Attribution {
-  /** The 7 category names; index = category id. */
+  /** The category names (CATEGORY_NAMES); index = category id. */
   categoryNames: readonly string[];
   rules: RuleInfo[];
   /**
