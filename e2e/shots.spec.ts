@@ -1,8 +1,11 @@
 // Screenshots for looking at the page (DPR 1, 1400x900) into /tmp/shots/. Runs only with SHOTS=1.
 
-import { mkdirSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { expect, test } from "@playwright/test";
-import { dropFile, dropFiles, real, waitIdle, watchConsole } from "./helpers";
+import { dropFile, dropFiles, ROOT, real, waitIdle, watchConsole } from "./helpers";
 
 const DIR = process.env.SHOTS_DIR ?? "/tmp/shots";
 const FILES = (process.env.SHOTS_FILES ?? "Constructor-Sun__code_location__memory_snapshot.pickle").split(
@@ -142,5 +145,79 @@ test.describe("screenshots of a comparison and of a link", () => {
     await page.goto("./#v=1&name=train.pickle&hash=0123456789abcdef0123456789abcdef&t0=1&t1=2");
     await page.waitForTimeout(300);
     await page.screenshot({ path: `${DIR}/link-waiting.png` });
+  });
+});
+
+test.describe("screenshots of inferred categories", () => {
+  test.skip(!process.env.SHOTS, "set SHOTS=1 to take screenshots");
+
+  test("panel, legend and map: recording began after the build; a late real trace", async ({ browser }) => {
+    mkdirSync(DIR, { recursive: true });
+    const dir = mkdtempSync(join(tmpdir(), "memscope-shots-"));
+    const fixture = join(dir, "after-build.pickle");
+    const gen = spawnSync(
+      "python3",
+      [
+        join(ROOT, "test/gen/generate.py"),
+        "known",
+        "--record-from",
+        "after-build",
+        "--moment",
+        "step2",
+        fixture,
+      ],
+      { encoding: "utf8" },
+    );
+    expect(gen.status, gen.stderr).toBe(0);
+    const npu = join(dir, "npu-workspace.pickle");
+    const gen2 = spawnSync(
+      "python3",
+      [join(ROOT, "test/gen/generate.py"), "known", "--layout", "npu", "--workspace", "active", npu],
+      { encoding: "utf8" },
+    );
+    expect(gen2.status, gen2.stderr).toBe(0);
+    const files: [string, string][] = [
+      ["after-build", fixture],
+      ["npu-workspace", npu],
+      [
+        "wedsonlin-training",
+        real("Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle"),
+      ],
+    ];
+    for (const [stem, file] of files) {
+      // Tall enough that the sticky side panel shows every card without scrolling.
+      const page = await browser.newPage({ viewport: { width: 1400, height: 2600 } });
+      const errors = watchConsole(page);
+      await page.goto("./");
+      await dropFile(page, file);
+      await waitIdle(page);
+      const inferred = page.getByTestId("categories").locator("button.inferred-badge").first();
+      if ((await inferred.count()) > 0) await inferred.click();
+      await waitIdle(page);
+      await page.getByTestId("side-panel").screenshot({ path: `${DIR}/inferred-${stem}-panel.png` });
+      await page.getByTestId("timeline").screenshot({ path: `${DIR}/inferred-${stem}-timeline.png` });
+      // Hover the map until a block says it was inferred.
+      const m = page.getByTestId("segment-map-canvas");
+      const mb = (await m.boundingBox())!;
+      const tip = page.getByTestId("map-tooltip");
+      let found = false;
+      for (let y = 15; y < mb.height && !found; y += 30) {
+        for (let x = 6; x < mb.width - 4 && !found; x += 10) {
+          await page.mouse.move(mb.x + x, mb.y + y);
+          await waitIdle(page);
+          found = (await tip.count()) > 0 && (await tip.getByTestId("inferred-line").count()) > 0;
+        }
+      }
+      await page.getByTestId("segment-map").screenshot({ path: `${DIR}/inferred-${stem}-map.png` });
+      // Each allocation: hover a band of the bottom (pre-recording allocations are stacked first).
+      await page.getByTestId("mode-allocations").click();
+      await waitIdle(page);
+      const c = (await page.getByTestId("timeline-canvas").boundingBox())!;
+      await page.mouse.move(c.x + c.width * 0.5, c.y + c.height - 52);
+      await waitIdle(page);
+      await page.getByTestId("timeline").screenshot({ path: `${DIR}/inferred-${stem}-bands.png` });
+      expect(errors).toEqual([]);
+      await page.close();
+    }
   });
 });

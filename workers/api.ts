@@ -75,10 +75,53 @@ export interface CategoryInfo {
   name: string;
 }
 
+/** A category rule, as the views name it (id, what it means, whether it infers). */
+export interface RuleText {
+  id: string;
+  description: string;
+  /** The category was inferred from sizes and lifetimes (no stack says it). */
+  inferred: boolean;
+}
+
+/** Bytes of one category that one inferred rule named (at the snapshot, at the peak, or over the trace). */
+export interface InferredPart {
+  category: string;
+  rule: string;
+  bytes: Bytes;
+  /** Blocks (snapshot) or allocations (peak, trace). */
+  count: number;
+}
+
+/**
+ * What was inferred on one device (no stack says it: allocated before recording began), why the unknown
+ * bytes are unknown, and the torch_npu workspace kept apart. Small: a few rows per category.
+ */
+export interface DeviceInference {
+  /** Live blocks at the snapshot by (category, inferred rule); Σ per category = inferredBytes. */
+  snapshot: InferredPart[];
+  /** Bytes at the snapshot per category whose category was inferred (the report's inferredBytes, this device). */
+  inferredBytes: Record<string, Bytes>;
+  /** The unknown bytes at the snapshot by reason (the report's keys); sums to the device's unknown. */
+  unknownBytesByReason: Record<string, Bytes>;
+  /** Bytes at the snapshot allocated before recording began: inferred + unknown "before-recording". */
+  beforeRecordingBytes: Bytes;
+  /** torch_npu workspace blocks active at the snapshot (not in memory_allocated(); no timing). */
+  workspaceBytes: Bytes;
+  workspaceBlocks: number;
+  /** Live allocations at the replayed peak by (category, inferred rule); empty without a trace. */
+  peak: InferredPart[];
+  /** Every allocation of the replayed trace whose category was inferred, by (category, rule). */
+  trace: InferredPart[];
+}
+
 /** What the side panel shows for one device; all numbers come from the core report. */
 export interface PanelAnswer {
   device: number;
   categories: CategoryInfo[];
+  /** Every category rule by id (for the rule named on a row). */
+  rules: RuleText[];
+  /** What was inferred on this device, unknown by reason, workspace; null without an attribution. */
+  inference: DeviceInference | null;
   /** The core `buildReport` JSON, exactly as `memscope report --json` prints it (whole file). */
   report: ReportJson | null;
   /** The core `replayReport` (peak, its composition, the snapshot-vs-peak gap; whole file). */
@@ -104,6 +147,13 @@ export interface ReplayFacts {
   /** Allocated bytes at the end of the trace (the snapshot moment) by category id. */
   endByCategory: Bytes[];
   endBytes: Bytes;
+  /** Allocated bytes before the first event: > 0 when recording began late (or the ring buffer dropped entries). */
+  initialBytes: Bytes;
+  /**
+   * The trace starts with nothing allocated and frees nothing it did not allocate (core startsEmpty): its
+   * peak is the run's. false: only the recorded window's peak; the run's may have come before it.
+   */
+  isRunPeak: boolean;
   maxReservedBytes: Bytes;
   /** Ring buffer lost its start (frees of never-allocated addresses, overflow flag…). */
   truncated: boolean;
@@ -176,6 +226,8 @@ export interface BandsAnswer {
   pointStart: Int32Array;
   px: Float64Array;
   py: Float64Array;
+  /** Per band: 1 when its allocation's category was inferred (allocated before recording; no stack). */
+  inferred: Uint8Array;
   /** Allocations lumped into "small allocations" because they would be under a pixel tall. */
   lumped: number;
   lumpedBytesMax: Bytes;
@@ -195,6 +247,12 @@ export interface StackView {
   total: number;
   /** Index in `frames` of the call-site frame, -1 when it is not among them. */
   siteFrame: number;
+}
+
+/** The inferred rule that named a block's or an allocation's category, when one did. */
+export interface InferredMark {
+  rule: string;
+  description: string;
 }
 
 export interface AllocationDetail {
@@ -217,6 +275,8 @@ export interface AllocationDetail {
   stack: StackView;
   /** Why the stack is empty, when it is. */
   emptyStackReason: string | null;
+  /** Set when the category was inferred (sizes and lifetimes) rather than read from a stack. */
+  inferred: InferredMark | null;
 }
 
 /**
@@ -261,6 +321,8 @@ export interface SegmentMapAnswer {
   blockRef: Int32Array;
   /** 1 for blocks of the highlighted call site (all 0 without one). */
   blockHighlight: Uint8Array;
+  /** bit 0: the block's category was inferred (no stack); bit 1: a torch_npu workspace block. */
+  blockFlags: Uint8Array;
   /** True when the state came from the snapshot's segments; false when replayed. */
   fromSnapshot: boolean;
   note: string | null;
@@ -278,6 +340,9 @@ export interface MapStats {
   roundingWasteBytes: Bytes;
   privatePoolSegments: number;
   expandableSegments: number;
+  /** Allocated blocks whose category was inferred / torch_npu workspace blocks (in allocatedBytes). */
+  inferredBytes: Bytes;
+  workspaceBytes: Bytes;
 }
 
 export interface BlockDetail {
@@ -294,6 +359,9 @@ export interface BlockDetail {
   stream: number;
   stack: StackView;
   emptyStackReason: string | null;
+  inferred: InferredMark | null;
+  /** A torch_npu workspace block: not in memory_allocated(), and its timing is not recorded. */
+  workspace: boolean;
 }
 
 export interface FullStackQuery {

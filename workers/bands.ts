@@ -41,7 +41,13 @@ class Fenwick {
   }
 }
 
-export function computeBands(replay: Replay, rank: Int32Array, q: BandsQuery): BandsAnswer {
+/** `inferredRule`: per allocation, the inferred rule that named its category (-1: none), for `inferred`. */
+export function computeBands(
+  replay: Replay,
+  rank: Int32Array,
+  q: BandsQuery,
+  inferredRule?: Int16Array,
+): BandsAnswer {
   const A = replay.allocations;
   const n = replay.length;
   const W = Math.max(1, Math.min(8000, Math.floor(q.width)));
@@ -131,8 +137,9 @@ export function computeBands(replay: Replay, rank: Int32Array, q: BandsQuery): B
   // Apply everything before the view without emitting.
   const firstInView = n > 0 ? lowerBound(n, x, q.x0) : 0;
   for (let e = 0; e < firstInView; e++) apply(e, 0, false);
-  // Bands alive at the view's left edge start at column 0 (only if the trace has begun by then).
-  if (n > 0 && (firstInView > 0 || x(0) <= q.x0 + w)) {
+  // Bands alive at the view's left edge start at column 0; when the view begins before the trace (the
+  // default view has a margin), those alive before the trace start at its first event's column.
+  if (n > 0 && (firstInView > 0 || x(0) < q.x1)) {
     const startCol = firstInView > 0 ? 0 : Math.max(0, Math.floor((x(0) - q.x0) / w));
     for (let k = 0; k < A.length; k++) {
       const alive = A.allocEvent[k] < firstInView && A.freeCompletedEvent[k] >= firstInView;
@@ -182,9 +189,12 @@ export function computeBands(replay: Replay, rank: Int32Array, q: BandsQuery): B
       p++;
     }
   }
+  const inferred = new Uint8Array(count);
+  if (inferredRule) for (let b = 0; b < count; b++) inferred[b] = inferredRule[alloc[b]] >= 0 ? 1 : 0;
   return {
     count,
     alloc: alloc.slice(0, count),
+    inferred,
     category: category.slice(0, count),
     sizeBytes: size.slice(0, count),
     pointStart,

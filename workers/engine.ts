@@ -1,29 +1,44 @@
 // The worker's state: the open model and everything derived from it (attribution, per-device replay,
 // band ranks). Pure TypeScript with no worker globals, so vitest or Node can drive it directly.
 
-import { type Attribution, attribute } from "../src/core/attribution/index";
+import { type Attribution, attribute, UNKNOWN_REASONS } from "../src/core/attribution/index";
 import { SnapshotReadError } from "../src/core/formats/errors";
 import { type ReadProgress, readSnapshot } from "../src/core/formats/read";
-import { BLOCK_STATE_NAMES, type CountersSidecar, type SnapshotModel } from "../src/core/model/types";
+import {
+  BLOCK_STATE_NAMES,
+  BlockState,
+  type CountersSidecar,
+  type SnapshotModel,
+} from "../src/core/model/types";
 import { compositionAt } from "../src/core/replay/peak";
 import { prepareReplay } from "../src/core/replay/prepare";
-import { stateAt } from "../src/core/replay/state";
+import {
+  inferredRuleOf,
+  type ReplayInputs,
+  replayOptionsFor,
+  startsEmpty,
+} from "../src/core/replay/report";
+import { liveAllocationsAt, stateAt } from "../src/core/replay/state";
 import { NEVER, type Replay } from "../src/core/replay/types";
 import { parseCounters } from "../src/core/report/counters";
 import type { ReportJson } from "../src/core/report/index";
-import { formatCount } from "../src/core/units";
+import { formatBytes, formatCount } from "../src/core/units";
 import type {
   AllocationDetail,
   BandsAnswer,
   BandsQuery,
   BlockDetail,
+  DeviceInference,
   FrameText,
   FullStackQuery,
+  InferredMark,
+  InferredPart,
   Marker,
   OpenResult,
   PanelAnswer,
   ProgressInfo,
   ReplayFacts,
+  RuleText,
   SegmentMapAnswer,
   SegmentMapQuery,
   SiteMatch,
@@ -33,8 +48,8 @@ import type {
 } from "./api";
 import { computeBands, stackRanks } from "./bands";
 import { type ParallelSource, parallelBlobSource } from "./parallel-reader";
-import { buildPanelReport, buildReplayReport } from "./report-adapter";
-import { emptyStackReason, fullStack, stackView } from "./stacks";
+import { buildPanelReport, buildReplayReport, replayInputs } from "./report-adapter";
+import { blockEmptyStackReason, emptyStackReason, fullStack, stackView } from "./stacks";
 import { summarize } from "./summary";
 import { computeTimeline, timelineYMax } from "./timeline";
 
@@ -47,12 +62,20 @@ interface DeviceState {
   /** Site ids by the site's key as written in this file, and by its portable (compare) key. */
   siteIds: Map<string, number[]>;
   portableIds: Map<string, number[]>;
+  /** Per allocation: the inferred rule that named its category (inferredRuleOf), -1 when none. */
+  inferredRule: Int16Array;
 }
+
+/** SegmentMapAnswer.blockFlags bits. */
+const FLAG_INFERRED = 1;
+const FLAG_WORKSPACE = 2;
 
 export class Engine {
   model: SnapshotModel | null = null;
   summary: Summary | null = null;
   attribution: Attribution | null = null;
+  /** The attribution as the replay reads it (core replayInputs), made once per file. */
+  private inputs: ReplayInputs | null = null;
   private devices = new Map<number, DeviceState>();
   private abort: AbortController | null = null;
   private counters: CountersSidecar | null = null;
@@ -111,6 +134,7 @@ export class Engine {
       this.model = model;
       try {
         this.attribution = attribute(model);
+        this.inputs = replayInputs(this.attribution);
       } catch (e) {
         errors.push(`Attribution failed: ${e instanceof Error ? e.message : String(e)}`);
       }
@@ -139,6 +163,7 @@ export class Engine {
     this.model = null;
     this.summary = null;
     this.attribution = null;
+    this.inputs = null;
     this.devices.clear();
     this.report = null;
     this.counters = null;
@@ -176,13 +201,19 @@ export class Engine {
     if (d) return d;
     const model = this.requireModel();
     const attr = this.attribution;
-    const replay = prepareReplay(model, device, {
-      traceCategory: attr?.traceCategory[device],
-      traceSite: attr?.traceSite[device],
-      blockCategory: attr?.blockCategory,
-      blockSite: attr?.blockSite,
-      categoryCount: this.categoryNames().length,
-    });
+    // The same options as the core's replay (report.ts replayOptionsFor).
+    const replay = prepareReplay(
+      model,
+      device,
+      this.inputs
+        ? replayOptionsFor(this.inputs, device)
+        : { categoryCount: this.categoryNames().length },
+    );
+    const inferredRule = new Int16Array(replay.allocations.length).fill(-1);
+    const inputs = this.inputs;
+    if (inputs) {
+      for (let k = 0; k < inferredRule.length; k++) inferredRule[k] = inferredRuleOf(replay, k, inputs);
+    }
     let monotone = replay.hasTime;
     for (let i = 1; monotone && i < replay.length; i++) if (replay.x[i] < replay.x[i - 1]) monotone = false;
     const siteIds = new Map<string, number[]>();
@@ -196,7 +227,15 @@ export class Engine {
       add(siteIds, s.key, i);
       add(portableIds, s.portableKey, i);
     });
-    d = { replay, timeAxis: monotone, yMax: timelineYMax(replay), rank: null, siteIds, portableIds };
+    d = {
+      replay,
+      timeAxis: monotone,
+      yMax: timelineYMax(replay),
+      rank: null,
+      siteIds,
+      portableIds,
+      inferredRule,
+    };
     this.devices.set(device, d);
     return d;
   }
@@ -227,15 +266,103 @@ export class Engine {
     } catch (e) {
       errors.push(`The report could not be built: ${message(e)}`);
     }
+    let inference: DeviceInference | null = null;
+    try {
+      inference = this.inference(model, device, d);
+    } catch (e) {
+      errors.push(`What was inferred could not be summed: ${message(e)}`);
+    }
     return {
       device,
       categories: names.map((name, id) => ({ id, name })),
+      rules: this.ruleTexts(),
+      inference,
       report: this.report,
       replayReport,
       replay: d ? this.replayFacts(model, d) : null,
       countersFile: this.countersFile,
       errors,
     };
+  }
+
+  private ruleTexts(): RuleText[] {
+    return (this.attribution?.rules ?? []).map((r) => ({
+      id: r.id,
+      description: r.description,
+      inferred: r.inferred,
+    }));
+  }
+
+  /** What was inferred on one device, the unknown bytes by reason, the workspace (all small). */
+  private inference(model: SnapshotModel, device: number, d: DeviceState | null): DeviceInference | null {
+    const attr = this.attribution;
+    if (!attr) return null;
+    const names = attr.categoryNames;
+    const unknown = names.indexOf("unknown");
+    const blk = model.blocks;
+    const seg = model.segments;
+    const snapshot = new Parts();
+    const unknownBytesByReason: Record<string, number> = Object.fromEntries(
+      UNKNOWN_REASONS.map((r) => [r, 0]),
+    );
+    let workspaceBytes = 0;
+    let workspaceBlocks = 0;
+    for (let b = 0; b < blk.length; b++) {
+      if (blk.state[b] !== BlockState.active_allocated || seg.device[blk.segment[b]] !== device) continue;
+      const size = blk.sizeBytes[b];
+      if (attr.blockWorkspace[b]) {
+        workspaceBytes += size;
+        workspaceBlocks++;
+      }
+      const cat = attr.blockCategory[b];
+      const rule = attr.blockRule[b];
+      if (cat === unknown) {
+        const reason = attr.unknownReasonOfBlock(b);
+        unknownBytesByReason[reason] = (unknownBytesByReason[reason] ?? 0) + size;
+      } else if (attr.rules[rule]?.inferred) snapshot.add(names[cat], attr.rules[rule].id, size);
+    }
+    const peak = new Parts();
+    const trace = new Parts();
+    if (d && d.replay.length > 0) {
+      const r = d.replay;
+      const A = r.allocations;
+      for (let k = 0; k < A.length; k++) {
+        const rule = d.inferredRule[k];
+        if (rule >= 0) trace.add(names[A.category[k]] ?? "unknown", attr.rules[rule].id, A.sizeBytes[k]);
+      }
+      if (r.peakEvent !== null) {
+        // Live and not pending free at the peak (what allocated counts; core inferredAt does the same).
+        const live = liveAllocationsAt(r, r.peakEvent);
+        for (let j = 0; j < live.length; j++) {
+          const k = live[j];
+          const rule = d.inferredRule[k];
+          if (rule < 0 || A.freeRequestedEvent[k] <= r.peakEvent) continue;
+          peak.add(names[A.category[k]] ?? "unknown", attr.rules[rule].id, A.sizeBytes[k]);
+        }
+      }
+    }
+    const inferredBytes: Record<string, number> = {};
+    let inferredTotal = 0;
+    for (const p of snapshot.list()) {
+      inferredBytes[p.category] = (inferredBytes[p.category] ?? 0) + p.bytes;
+      inferredTotal += p.bytes;
+    }
+    return {
+      snapshot: snapshot.list(),
+      inferredBytes,
+      unknownBytesByReason,
+      beforeRecordingBytes: inferredTotal + (unknownBytesByReason["before-recording"] ?? 0),
+      workspaceBytes,
+      workspaceBlocks,
+      peak: peak.list(),
+      trace: trace.list(),
+    };
+  }
+
+  /** The inferred rule of a rule index, as a mark; null when the rule reads a stack. */
+  private inferredMark(rule: number): InferredMark | null {
+    const r = rule >= 0 ? this.attribution?.rules[rule] : undefined;
+    return r?.inferred ? { rule: r.id, description: r.description } : null;
   }
 
   private replayFacts(model: SnapshotModel, d: DeviceState): ReplayFacts | null {
@@ -294,6 +421,8 @@ export class Engine {
       peakByCategory: Array.from(peakComp.byCategory),
       endByCategory: Array.from(endComp.byCategory),
       endBytes: r.allocated[n - 1],
+      initialBytes: r.initial.allocatedBytes,
+      isRunPeak: startsEmpty(r),
       maxReservedBytes: maxReserved,
       truncated: truncationNote !== null,
       truncationNote,
@@ -312,7 +441,7 @@ export class Engine {
     const d = this.device(q.device);
     d.rank ??= stackRanks(d.replay);
     const axis = q.axis === "time" && d.timeAxis ? "time" : "event";
-    return computeBands(d.replay, d.rank, { ...q, axis });
+    return computeBands(d.replay, d.rank, { ...q, axis }, d.inferredRule);
   }
 
   private ruleOf(ruleIndex: number): { rule: string | null; ruleDetail: string | null } {
@@ -338,8 +467,10 @@ export class Engine {
     const attr = this.attribution;
     const allocEvent = A.allocEvent[k];
     let rule = this.ruleOf(-1);
+    const inferred = d.inferredRule[k];
     if (attr) {
-      if (allocEvent >= 0) rule = this.ruleOf(attr.traceRule[device]?.[allocEvent] ?? -1);
+      if (inferred >= 0) rule = this.ruleOf(inferred);
+      else if (allocEvent >= 0) rule = this.ruleOf(attr.traceRule[device]?.[allocEvent] ?? -1);
       else if (A.block[k] >= 0) rule = this.ruleOf(attr.blockRule[A.block[k]]);
       else rule = this.ruleOf(attr.stackRule[A.stack[k]]);
     }
@@ -366,10 +497,13 @@ export class Engine {
       stack: stackView(model, stack, this.siteFrame(A.site[k])),
       emptyStackReason:
         stack === 0
-          ? allocEvent < 0
-            ? emptyStackReason(model, "reconstructed")
-            : emptyStackReason(model, "trace")
+          ? inferred >= 0
+            ? blockEmptyStackReason(model, "before-recording")
+            : allocEvent < 0
+              ? emptyStackReason(model, "reconstructed")
+              : emptyStackReason(model, "trace")
           : null,
+      inferred: this.inferredMark(inferred),
     };
   }
 
@@ -414,6 +548,9 @@ export class Engine {
     a.event = null;
     a.fromSnapshot = true;
     const blockCategory = this.attribution?.blockCategory;
+    const blockRule = this.attribution?.blockRule;
+    const blockWorkspace = this.attribution?.blockWorkspace;
+    const rules = this.attribution?.rules;
     let j = 0;
     ids.forEach((s, i) => {
       a.segAddress[i] = seg.address[s];
@@ -435,6 +572,10 @@ export class Engine {
         a.blockRef[j] = b;
         a.blockHighlight[j] =
           sites.size > 0 && this.attribution && sites.has(this.attribution.blockSite[b]) ? 1 : 0;
+        a.blockFlags[j] =
+          (blk.state[b] !== BlockState.inactive && blockRule && rules?.[blockRule[b]]?.inferred
+            ? FLAG_INFERRED
+            : 0) | (blockWorkspace?.[b] ? FLAG_WORKSPACE : 0);
       }
     });
     return a;
@@ -494,6 +635,7 @@ export class Engine {
         const off = st.address[b] - start;
         if (off > pos) j = pushBlock(a, j, pos, off - pos, Number.NaN, 0, -1, -1);
         a.blockHighlight[j] = sites.has(st.site[b]) ? 1 : 0;
+        a.blockFlags[j] = d.inferredRule[st.allocation[b]] >= 0 ? FLAG_INFERRED : 0;
         j = pushBlock(
           a,
           j,
@@ -511,10 +653,19 @@ export class Engine {
     }
     for (let b = 0; b < st.region.length; b++) if (st.region[b] < 0) orphans++;
     a.blocks = j;
-    a.note =
-      orphans > 0
-        ? `${orphans} live blocks fall outside every reserved segment at this moment (the trace lost their segment's allocation).`
-        : null;
+    const notes: string[] = [];
+    if (orphans > 0) {
+      notes.push(
+        `${orphans} live blocks fall outside every reserved segment at this moment (the trace lost their segment's allocation).`,
+      );
+    }
+    const ws = d.replay.end.workspaceBytes;
+    if (ws > 0) {
+      notes.push(
+        `torch_npu workspace (${formatBytes(ws)} at the snapshot) is not drawn at replayed moments: it is not in memory_allocated(), and its timing is not recorded.`,
+      );
+    }
+    a.note = notes.length > 0 ? notes.join(" ") : null;
     return trimMap(a);
   }
 
@@ -540,7 +691,15 @@ export class Engine {
         segmentSize: model.segments.totalSizeBytes[s],
         stream: model.segments.stream[s],
         stack: stackView(model, stack, attr ? this.siteFrame(attr.blockSite[ref]) : null),
-        emptyStackReason: stack === 0 && blk.state[ref] !== 0 ? emptyStackReason(model, "block") : null,
+        emptyStackReason:
+          stack === 0 && blk.state[ref] !== 0
+            ? attr
+              ? blockEmptyStackReason(model, attr.unknownReasonOfBlock(ref))
+              : emptyStackReason(model, "block")
+            : null,
+        inferred:
+          attr && blk.state[ref] !== BlockState.inactive ? this.inferredMark(attr.blockRule[ref]) : null,
+        workspace: attr ? attr.blockWorkspace[ref] === 1 : false,
       };
     }
     const det = this.allocation(q.device, ref);
@@ -563,6 +722,8 @@ export class Engine {
       stream: det.stream,
       stack: det.stack,
       emptyStackReason: det.emptyStackReason,
+      inferred: det.inferred,
+      workspace: false,
     };
   }
 
@@ -573,6 +734,22 @@ export class Engine {
     }
     const A = this.device(q.device).replay.allocations;
     return q.ref >= 0 && q.ref < A.length ? fullStack(model, A.stack[q.ref]) : [];
+  }
+}
+
+/** Bytes and counts by (category, rule), in first-seen order. */
+class Parts {
+  private rows = new Map<string, InferredPart>();
+  add(category: string, rule: string, bytes: number): void {
+    const key = `${category}\u0000${rule}`;
+    const row = this.rows.get(key);
+    if (row) {
+      row.bytes += bytes;
+      row.count++;
+    } else this.rows.set(key, { category, rule, bytes, count: 1 });
+  }
+  list(): InferredPart[] {
+    return [...this.rows.values()];
   }
 }
 
@@ -604,6 +781,7 @@ function emptyMap(S: number, B: number): SegmentMapAnswer {
     blockCategory: new Int32Array(B),
     blockRef: new Int32Array(B),
     blockHighlight: new Uint8Array(B),
+    blockFlags: new Uint8Array(B),
     fromSnapshot: true,
     note: null,
     stats: {
@@ -615,6 +793,8 @@ function emptyMap(S: number, B: number): SegmentMapAnswer {
       roundingWasteBytes: 0,
       privatePoolSegments: 0,
       expandableSegments: 0,
+      inferredBytes: 0,
+      workspaceBytes: 0,
     },
   };
 }
@@ -631,6 +811,8 @@ function mapStats(a: SegmentMapAnswer): SegmentMapAnswer["stats"] {
     const st = a.blockState[j];
     if (st === 1) {
       s.allocatedBytes += size;
+      if (a.blockFlags[j] & FLAG_INFERRED) s.inferredBytes += size;
+      if (a.blockFlags[j] & FLAG_WORKSPACE) s.workspaceBytes += size;
       const r = a.blockRequested[j];
       if (Number.isFinite(r) && r < size) s.roundingWasteBytes += size - r;
     } else if (st === 2) s.pendingFreeBytes += size;
@@ -672,5 +854,6 @@ function trimMap(a: SegmentMapAnswer): SegmentMapAnswer {
     blockCategory: a.blockCategory.slice(0, B),
     blockRef: a.blockRef.slice(0, B),
     blockHighlight: a.blockHighlight.slice(0, B),
+    blockFlags: a.blockFlags.slice(0, B),
   };
 }

@@ -41,6 +41,7 @@ function sideApi(engine: Engine): MemscopeApi {
         a.pointStart.buffer,
         a.px.buffer,
         a.py.buffer,
+        a.inferred.buffer,
       ]);
     },
     allocation: async (device, alloc) => engine.allocation(device, alloc),
@@ -64,6 +65,7 @@ function sideApi(engine: Engine): MemscopeApi {
         a.blockCategory.buffer,
         a.blockRef.buffer,
         a.blockHighlight.buffer,
+        a.blockFlags.buffer,
       ]);
     },
     block: async (q, ref) => engine.block(q, ref),

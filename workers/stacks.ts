@@ -98,3 +98,21 @@ export function emptyStackReason(model: SnapshotModel, where: "trace" | "block" 
   }
   return 'No stack was recorded for this allocation. Possible causes: it was allocated before recording started; the context setting excluded it; it was allocated in backward with stacks="python" (the autograd engine has no Python frame); it was reconstructed from segments; or its entry was evicted from the ring buffer.';
 }
+
+/** Why a live block of the snapshot has no stack, from the attribution's reason (UNKNOWN_REASONS). */
+export function blockEmptyStackReason(model: SnapshotModel, reason: string): string {
+  switch (reason) {
+    case "before-recording":
+      return "No stack: allocated before recording began (_record_memory_history() was called after this tensor existed). Call torch.cuda.memory._record_memory_history() before building the model to record its stack.";
+    case "reconstructed":
+      return emptyStackReason(model, "reconstructed");
+    case "ring-buffer-evicted":
+      return "No stack: its allocation was evicted from the trace ring buffer (trace_alloc_max_entries) before the snapshot; record with a larger max_entries to keep it.";
+    case "no-stacks-recorded":
+      return model.stacks.length > 1
+        ? "No stack: its allocation is in the trace but carries no frames (context='state', or stacks='python' on the autograd engine's threads)."
+        : emptyStackReason(model, "block");
+    default:
+      return emptyStackReason(model, "block");
+  }
+}

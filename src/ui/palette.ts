@@ -31,8 +31,11 @@ const FIXED: Record<string, string> = {
   activation: "#CC79A7",
   activations: "#CC79A7",
   input: "#56B4E9",
+  // Allocated and freed within one phase (backward in flight, forward transients, optimizer scratch).
   temporary: "#D55E00",
   autograd_detail: "#F0E442",
+  // torch_npu's workspace allocator: shown apart (not in memory_allocated(), timing not recorded).
+  workspace: "#332288",
   other: "#DDCC77",
 };
 
@@ -72,11 +75,13 @@ export function categoryColors(names: readonly string[]): string[] {
   return out;
 }
 
-/** Colours for block states in the segment map. */
+/**
+ * Colours for block states in the segment map. Rounding waste is drawn in the theme's foreground colour
+ * (var(--fg)): any fixed colour would be some category's (vermillion is temporary's).
+ */
 export const STATE_COLORS = {
   allocated: "#0072B2",
   pendingFree: "#E69F00",
   inactive: "#d9d9d9",
   unknown: "#999999",
-  waste: "#D55E00",
 };

@@ -6,7 +6,14 @@ import { exactBytesShort } from "../units";
 import { compositionAt, type SiteShare } from "./peak";
 import { prepareReplay } from "./prepare";
 import { fragmentationAt, liveAllocationsAt, oomSummaries, stateAt } from "./state";
-import { type CheckResult, type EventIndex, Origin, type Replay, SITE_BEFORE_TRACE } from "./types";
+import {
+  type CheckResult,
+  type EventIndex,
+  Origin,
+  type PrepareOptions,
+  type Replay,
+  SITE_BEFORE_TRACE,
+} from "./types";
 
 /** Attribution as the replay needs it; helper-2's `Attribution` plus the name tables fits. */
 export interface ReplayInputs {
@@ -125,8 +132,9 @@ export function prepareReplays(model: SnapshotModel, inputs: ReplayInputs): Map<
   return out;
 }
 
-function replayFor(model: SnapshotModel, inputs: ReplayInputs, device: number): Replay {
-  return prepareReplay(model, device, {
+/** The replay options for one device from the attribution's inputs: the one place they are listed. */
+export function replayOptionsFor(inputs: ReplayInputs, device: number): PrepareOptions {
+  return {
     traceCategory: inputs.traceCategory?.[device],
     traceSite: inputs.traceSite?.[device],
     blockCategory: inputs.blockCategory,
@@ -135,7 +143,11 @@ function replayFor(model: SnapshotModel, inputs: ReplayInputs, device: number): 
     traceBeforeSite: inputs.traceBeforeSite?.[device],
     blockWorkspace: inputs.blockWorkspace,
     categoryCount: Math.max(1, inputs.categoryNames.length),
-  });
+  };
+}
+
+function replayFor(model: SnapshotModel, inputs: ReplayInputs, device: number): Replay {
+  return prepareReplay(model, device, replayOptionsFor(inputs, device));
 }
 
 const catName = (inputs: ReplayInputs, c: number) => inputs.categoryNames[c] ?? `category ${c}`;
@@ -282,6 +294,8 @@ export function replayReport(
     if (cPeak === null && !windowPeak.isRunPeak) {
       note += `; the trace begins with ${fmt(chosen?.initial.allocatedBytes ?? 0)} already allocated (recording started late, or the ring buffer dropped older entries), so the run's peak may have come before it: it is not in this file (a counters sidecar with max_memory_allocated says it; recording from the start with a larger max_entries shows it)`;
     }
+    // The counters' peak is the run's: when the window reaches it, the window's peak is the run's peak.
+    if (cPeak !== null) windowPeak = { ...windowPeak, isRunPeak: true };
     if (cPeak !== null && cPeak === windowPeak.allocatedBytes) note += "; equals max_memory_allocated";
     else if (cPeak !== null) {
       note += `; exceeds max_memory_allocated (${fmt(cPeak)}) by ${fmt(windowPeak.allocatedBytes - cPeak)}: the counters were reset or taken earlier, or block sizes estimated for allocations freed inside the trace are too high`;

@@ -7,6 +7,8 @@ import { useCallback, useEffect, useMemo, useState } from "react";
 import type { BlockDetail, SegmentMapAnswer } from "../../../../workers/api";
 import { Bytes } from "../../components/Bytes";
 import { Canvas, type DrawFn, themeColors } from "../../components/Canvas";
+import { hatchRect } from "../../components/hatch";
+import { InferredLine, InferredSwatch, WORKSPACE_NOTE } from "../../components/Inferred";
 import { CompactStack, firstSentence, StackList } from "../../components/StackList";
 import { formatAddress, formatBytes, formatCount } from "../../format";
 import { STATE_COLORS } from "../../palette";
@@ -111,6 +113,7 @@ export function SegmentMap() {
     null,
   );
   const event = panel?.replay ? pinned : null;
+  const workspaceId = panel?.categories.findIndex((c) => c.name === "workspace") ?? -1;
 
   useEffect(() => {
     if (!panel) return;
@@ -288,13 +291,29 @@ export function SegmentMap() {
             </span>
           </>
         )}
+        {st && st.inferredBytes > 0 && (
+          <span
+            data-testid="map-legend-inferred"
+            data-value={st.inferredBytes}
+            title="Allocated before recording began, so no stack says what these blocks are: their category was inferred from sizes and lifetimes. Hover a block for the rule."
+          >
+            <InferredSwatch />
+            hatched: category inferred ({formatBytes(st.inferredBytes)}, no stack)
+          </span>
+        )}
+        {st && st.workspaceBytes > 0 && (
+          <span data-testid="map-legend-workspace" title={WORKSPACE_NOTE}>
+            <span className="swatch" style={{ background: colors[workspaceId] ?? STATE_COLORS.unknown }} />
+            torch_npu workspace ({formatBytes(st.workspaceBytes)}): timing not recorded
+          </span>
+        )}
         <span>
           <span className="swatch" style={{ background: "var(--inactive)" }} />
           free (inactive, cached)
         </span>
         <span>
-          <span className="swatch" style={{ background: STATE_COLORS.waste }} />
-          rounding waste
+          <span className="swatch" style={{ background: "var(--fg)" }} />
+          rounding waste (dark strip)
         </span>
         <span>
           <span className="swatch" style={{ background: POOL_COLOR }} />
@@ -387,6 +406,8 @@ function drawMap(
         }
         ctx.stroke();
       }
+      // Inferred category (no stack: allocated before recording): the ╲ hatch.
+      if (a.blockFlags[j] & 1) hatchRect(ctx, x0, y, w, ROW_H, th.fg);
       // Rounding waste: the tail of the block beyond what was requested.
       const req = a.blockRequested[j];
       if (Number.isFinite(req) && req < size) {
@@ -394,7 +415,7 @@ function drawMap(
         const wx0 = p.x + (Math.max(ws, p.b0) - p.b0) * scale;
         const wx1 = x1;
         if (wx1 - wx0 >= 0.5 && ws < p.b1) {
-          ctx.fillStyle = STATE_COLORS.waste;
+          ctx.fillStyle = th.fg;
           ctx.fillRect(wx0, y + ROW_H * 0.55, wx1 - wx0, ROW_H * 0.45);
         }
       }
@@ -484,11 +505,16 @@ function MapTip({
             <strong>{detail.category.replace(/_/g, " ")}</strong> · call site{" "}
             <code>{detail.site ?? "—"}</code>
           </div>
-          {detail.rule && (
-            <div className="muted small">
-              why: <strong>{detail.rule}</strong> — {firstSentence(detail.ruleDetail)}
-            </div>
+          {detail.inferred ? (
+            <InferredLine rule={detail.inferred.rule} description={detail.inferred.description} short />
+          ) : (
+            detail.rule && (
+              <div className="muted small">
+                why: <strong>{detail.rule}</strong> — {firstSentence(detail.ruleDetail)}
+              </div>
+            )
           )}
+          {detail.workspace && <div className="small notice">{WORKSPACE_NOTE}.</div>}
           <CompactStack stack={detail.stack} emptyReason={detail.emptyStackReason} />
           <div className="muted small">Click to keep this block below the map.</div>
         </div>
@@ -528,11 +554,16 @@ function BlockPanel({
           </>
         )}
       </div>
-      {detail.rule && (
-        <div className="muted small">
-          why this category: rule <strong>{detail.rule}</strong> — {detail.ruleDetail}
-        </div>
+      {detail.inferred ? (
+        <InferredLine rule={detail.inferred.rule} description={detail.inferred.description} />
+      ) : (
+        detail.rule && (
+          <div className="muted small">
+            why this category: rule <strong>{detail.rule}</strong> — {detail.ruleDetail}
+          </div>
+        )
       )}
+      {detail.workspace && <div className="small notice">{WORKSPACE_NOTE}.</div>}
       <StackList
         stack={detail.stack}
         emptyReason={detail.emptyStackReason}

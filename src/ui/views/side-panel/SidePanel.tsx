@@ -2,12 +2,27 @@
 // (flagged beyond 2%), categories with colour keys, the consistency checks, the ring-buffer notice and
 // the top call sites. Every number is read from the core report (what `memscope report --json` prints).
 
-import { useRef, useState } from "react";
+import { Fragment, useRef, useState } from "react";
 import type { PanelAnswer, ReportJson } from "../../../../workers/api";
 import { Bytes } from "../../components/Bytes";
+import {
+  describeRule,
+  InferredBadge,
+  inferredText,
+  partsOf,
+  WORKSPACE_NOTE,
+} from "../../components/Inferred";
 import { formatBytes, formatCount, formatPercent } from "../../format";
 import { useApp } from "../../state/app";
 import { useSide, useSideKey } from "../../state/store";
+import {
+  InferenceNotes,
+  InferredPeakRow,
+  InferredRules,
+  InferredToggle,
+  UnknownReasonRows,
+  useDisclosures,
+} from "./Inference";
 
 const PEAK_TOLERANCE = 0.02;
 
@@ -185,8 +200,16 @@ export function PeakGap({ panel }: { panel: PanelAnswer }) {
   const report = panel.report;
   const dev = report?.devices.find((d) => d.device === panel.device) ?? null;
   const rr = panel.replayReport;
+  const rules = panel.rules;
+  const inference = panel.inference;
   const countersPeak =
     rr?.peak?.source === "counters" && rr.peak.device === panel.device ? rr.peak.allocatedBytes : null;
+  // max_memory_allocated from a sidecar about this device confirms (or replaces) the replayed peak.
+  const countersKnown =
+    countersPeak !== null ||
+    (rr?.peak?.device === panel.device &&
+      rr.peak.countersPeakBytes !== null &&
+      rr.peak.countersPeakBytes !== undefined);
   if (!r && countersPeak === null) {
     return (
       <section className="card" aria-labelledby={`peak-title-${k}`} data-testid="peak-gap">
@@ -199,40 +222,65 @@ export function PeakGap({ panel }: { panel: PanelAnswer }) {
       </section>
     );
   }
+  // The trace began with memory already allocated and no sidecar says the run's peak: what the replay
+  // finds is only the highest moment of the recorded window.
+  const windowOnly = r !== null && !r.isRunPeak && !countersKnown;
   const snapshot = dev?.allocatedBytes ?? 0;
   const peak = countersPeak ?? r?.peakBytes ?? 0;
-  const gap = peak - snapshot;
+  // max_memory_allocated and the replay leave torch_npu's workspace out: compare like with like.
+  const gap = peak - (snapshot - (inference?.workspaceBytes ?? 0));
   const frac = peak > 0 ? gap / peak : 0;
   const flagged = frac > PEAK_TOLERANCE;
   const names = panel.categories.map((c) => c.name);
+  const peakWord = windowOnly ? "window peak" : "peak";
   return (
     <section
       className="card"
       aria-labelledby={`peak-title-${k}`}
       data-testid="peak-gap"
       data-flagged={flagged ? "1" : "0"}
+      data-run-peak={windowOnly ? "0" : "1"}
     >
-      <h2 id={`peak-title-${k}`}>Peak vs snapshot — device {panel.device}</h2>
-      <div className={flagged ? "gap-flag" : "gap-flag ok"}>
-        {flagged ? (
-          <>
-            <strong>
-              The peak is <Bytes value={gap} testId="gap-bytes" /> ({formatPercent(frac)}) above the snapshot.
-            </strong>{" "}
-            The snapshot does not show the worst moment: look at the peak's composition.
-          </>
-        ) : (
-          <>
-            <strong>The snapshot is within {formatPercent(PEAK_TOLERANCE, 0)} of the peak</strong> (gap{" "}
-            <Bytes value={gap} testId="gap-bytes" />, {formatPercent(frac)}).
-          </>
-        )}
-      </div>
+      <h2 id={`peak-title-${k}`}>
+        {windowOnly ? "Peak of the recorded window vs snapshot" : "Peak vs snapshot"} — device {panel.device}
+      </h2>
+      {windowOnly && r && (
+        <div className="peak-window" data-testid="peak-not-in-file">
+          <strong className="peak-head">
+            Peak of the recorded window — the run's peak is not in this file.
+          </strong>{" "}
+          The trace begins with <Bytes value={r.initialBytes} /> already allocated (recording started late, or
+          the ring buffer dropped older entries), so the run's peak may have come before it. To get it: drop
+          the dump's counters sidecar (<code>.counters.json</code> with <code>max_memory_allocated</code>)
+          with the snapshot, or record from the start —{" "}
+          <code>torch.cuda.memory._record_memory_history(max_entries=…)</code> before building the model, with
+          max_entries larger than the run's allocations and frees.
+        </div>
+      )}
+      {flagged ? (
+        <div className="gap-flag">
+          <strong>
+            The {peakWord} is <Bytes value={gap} testId="gap-bytes" /> ({formatPercent(frac)}) above the
+            snapshot.
+          </strong>{" "}
+          The snapshot does not show the worst moment: look at the {peakWord}'s composition.
+        </div>
+      ) : windowOnly ? (
+        <p className="small muted">
+          The snapshot is <Bytes value={gap} testId="gap-bytes" /> ({formatPercent(frac)}) below the recorded
+          window's peak; that says nothing about the run's peak.
+        </p>
+      ) : (
+        <div className="gap-flag ok">
+          <strong>The snapshot is within {formatPercent(PEAK_TOLERANCE, 0)} of the peak</strong> (gap{" "}
+          <Bytes value={gap} testId="gap-bytes" />, {formatPercent(frac)}).
+        </div>
+      )}
       <table className="num-table">
         <thead>
           <tr>
             <th scope="col">Category</th>
-            <th scope="col">At peak</th>
+            <th scope="col">{windowOnly ? "At window peak" : "At peak"}</th>
             <th scope="col">At snapshot</th>
           </tr>
         </thead>
@@ -257,18 +305,26 @@ export function PeakGap({ panel }: { panel: PanelAnswer }) {
               const atSnap = dev?.categories[n] ?? 0;
               if (atPeak === 0 && atSnap === 0) return null;
               return (
-                <tr key={n} data-category={n}>
-                  <td>
-                    <span className="swatch" style={{ background: colors[c] }} />
-                    {n}
-                  </td>
-                  <td data-field="peak" data-value={atPeak}>
-                    <Bytes value={atPeak} />
-                  </td>
-                  <td data-field="snapshot" data-value={atSnap}>
-                    <Bytes value={atSnap} />
-                  </td>
-                </tr>
+                <Fragment key={n}>
+                  <tr data-category={n}>
+                    <td>
+                      <span className="swatch" style={{ background: colors[c] }} />
+                      {n}
+                    </td>
+                    <td data-field="peak" data-value={atPeak}>
+                      <Bytes value={atPeak} />
+                    </td>
+                    <td data-field="snapshot" data-value={atSnap}>
+                      <Bytes value={atSnap} />
+                    </td>
+                  </tr>
+                  <InferredPeakRow
+                    category={n}
+                    peak={inference?.peak}
+                    snapshot={inference?.snapshot}
+                    rules={rules}
+                  />
+                </Fragment>
               );
             })}
         </tbody>
@@ -276,7 +332,10 @@ export function PeakGap({ panel }: { panel: PanelAnswer }) {
       <p className="small muted">
         {countersPeak !== null
           ? `Peak from the counters sidecar (max_memory_allocated); its composition is unknown. ${rr?.peak?.note ?? ""}`
-          : `Peak: highest allocated over the replayed trace (rounded block bytes), at event #${formatCount(r?.peakEvent ?? 0)}. Snapshot columns come from the snapshot's blocks.`}
+          : `${windowOnly ? "Window peak" : "Peak"}: highest allocated over the replayed trace (rounded block bytes), at event #${formatCount(r?.peakEvent ?? 0)}. Snapshot columns come from the snapshot's blocks.`}
+        {(inference?.workspaceBytes ?? 0) > 0
+          ? ` The torch_npu workspace (${formatBytes(inference?.workspaceBytes ?? 0)}) is in the snapshot's allocated but never in the peak: ${WORKSPACE_NOTE}.`
+          : ""}
       </p>
       {r && (
         <button
@@ -286,7 +345,7 @@ export function PeakGap({ panel }: { panel: PanelAnswer }) {
           }}
           data-testid="peak-show"
         >
-          Show the peak in the segment map
+          Show the {peakWord} in the segment map
         </button>
       )}
     </section>
@@ -308,8 +367,18 @@ function Categories({
   const panel = S((s) => s.panel);
   const highlight = S((s) => s.highlightCategory);
   const setHighlight = S((s) => s.setHighlightCategory);
+  const disclosures = useDisclosures();
+  const inference = panel?.inference ?? null;
+  const rules = panel?.rules ?? [];
   const names = panel?.categories.map((c) => c.name) ?? Object.keys(categories);
   const total = Object.values(categories).reduce((a, b) => a + b, 0);
+  // torch_npu's workspace is shown apart, last, with its note (not in memory_allocated(), no timing).
+  const workspaceApart = (inference?.workspaceBytes ?? 0) > 0 && names.includes("workspace");
+  const order = names.map((n, c) => ({ n, c }));
+  if (workspaceApart) {
+    const i = order.findIndex((o) => o.n === "workspace");
+    order.push(...order.splice(i, 1));
+  }
   return (
     <section className="card" aria-labelledby={`cat-title-${k}`} data-testid="categories">
       <h2 id={`cat-title-${k}`}>What holds the memory — {title}</h2>
@@ -322,36 +391,85 @@ function Categories({
           </tr>
         </thead>
         <tbody>
-          {names.map((n, c) => {
+          {order.map(({ n, c }) => {
             const v = categories[n] ?? 0;
+            const parts = partsOf(inference?.snapshot, n);
+            const open = parts.length > 0 && disclosures.isOpen(n);
+            const apart = workspaceApart && n === "workspace";
+            const cls = [
+              v === 0 ? "muted" : highlight === n ? "highlighted" : "",
+              apart ? "apart" : "",
+            ].filter(Boolean);
             return (
-              <tr
-                key={n}
-                data-category={n}
-                data-value={v}
-                className={v === 0 ? "muted" : highlight === n ? "highlighted" : undefined}
-              >
-                <td>
-                  <button
-                    type="button"
-                    className="link cat-button"
-                    aria-pressed={highlight === n}
-                    title={
-                      highlight === n
-                        ? "Show every category again"
-                        : `Highlight ${n.replace(/_/g, " ")} in the timeline and the segment map`
-                    }
-                    onClick={() => setHighlight(highlight === n ? null : n)}
-                  >
-                    <span className="swatch" style={{ background: colors[c] }} />
-                    {n.replace(/_/g, " ")}
-                  </button>
-                </td>
-                <td>
-                  <Bytes value={v} />
-                </td>
-                <td>{allocated > 0 ? formatPercent(v / allocated) : "—"}</td>
-              </tr>
+              <Fragment key={n}>
+                <tr
+                  data-category={n}
+                  data-value={v}
+                  data-inferred={parts.length > 0 ? parts.reduce((a, p) => a + p.bytes, 0) : undefined}
+                  className={cls.length > 0 ? cls.join(" ") : undefined}
+                >
+                  <td>
+                    <button
+                      type="button"
+                      className="link cat-button"
+                      aria-pressed={highlight === n}
+                      title={
+                        highlight === n
+                          ? "Show every category again"
+                          : `Highlight ${n.replace(/_/g, " ")} in the timeline and the segment map`
+                      }
+                      onClick={() => setHighlight(highlight === n ? null : n)}
+                    >
+                      <span className="swatch" style={{ background: colors[c] }} />
+                      {n.replace(/_/g, " ")}
+                    </button>
+                  </td>
+                  <td>
+                    <Bytes value={v} />
+                  </td>
+                  <td>{allocated > 0 ? formatPercent(v / allocated) : "—"}</td>
+                </tr>
+                {parts.length > 0 && (
+                  <tr className="sub-row" data-inferred-of={n}>
+                    <td>
+                      <InferredToggle
+                        category={n}
+                        parts={parts}
+                        rules={rules}
+                        open={open}
+                        onToggle={() => disclosures.toggle(n)}
+                        controls={disclosures.idOf(n)}
+                      />
+                    </td>
+                    <td>
+                      <Bytes value={parts.reduce((a, p) => a + p.bytes, 0)} />
+                    </td>
+                    <td>
+                      {allocated > 0
+                        ? formatPercent(parts.reduce((a, p) => a + p.bytes, 0) / allocated)
+                        : "—"}
+                    </td>
+                  </tr>
+                )}
+                {n === "unknown" && inference && (
+                  <UnknownReasonRows byReason={inference.unknownBytesByReason} allocated={allocated} />
+                )}
+                {apart && (
+                  <tr className="sub-row">
+                    <td colSpan={3} className="wrap" data-testid="workspace-note">
+                      {WORKSPACE_NOTE}. Counted in reserved and in Σ allocated_size; left out of the peak and
+                      of the counter checks.
+                    </td>
+                  </tr>
+                )}
+                {open && (
+                  <tr className="sub-row">
+                    <td colSpan={3} className="wrap">
+                      <InferredRules id={disclosures.idOf(n)} parts={parts} rules={rules} />
+                    </td>
+                  </tr>
+                )}
+              </Fragment>
             );
           })}
         </tbody>
@@ -366,6 +484,7 @@ function Categories({
           })}
         </div>
       )}
+      {inference && <InferenceNotes inference={inference} />}
     </section>
   );
 }
@@ -459,6 +578,7 @@ function CallSites({ report }: { report: ReportJson }) {
   const colors = S((s) => s.colors);
   const panel = S((s) => s.panel);
   const names = panel?.categories.map((c) => c.name) ?? [];
+  const rules = panel?.rules ?? [];
   const sites = report.topCallSites;
   const max = sites.reduce((m, s) => Math.max(m, s.bytes), 0);
   return (
@@ -473,9 +593,19 @@ function CallSites({ report }: { report: ReportJson }) {
       ) : (
         <ul className="sites" aria-label="Top call sites">
           {sites.map((s) => {
-            const key = `${s.site}\u0000${s.category}`;
+            const key = `${s.site}\u0000${s.category}\u0000${s.inferred ? 1 : 0}`;
             const selected = highlight === s.site;
             const color = colors[names.indexOf(s.category)] ?? "#888";
+            const ruleText = describeRule(rules, s.rule);
+            const lines = [
+              s.site,
+              s.inferred
+                ? `category ${s.category}, ${inferredText(s.rule, ruleText)}`
+                : `category ${s.category} (rule ${s.rule}, site chosen: ${s.via})`,
+              s.library ? `calls ${s.library}` : "",
+              s.libraryInnermost ? `… which allocates in ${s.libraryInnermost}` : "",
+              `${formatCount(s.blocks)} blocks`,
+            ];
             return (
               <li key={key}>
                 <button
@@ -484,7 +614,8 @@ function CallSites({ report }: { report: ReportJson }) {
                   aria-pressed={selected}
                   data-site={s.site}
                   data-bytes={s.bytes}
-                  title={`${s.site}\ncategory ${s.category} (rule ${s.rule}, site chosen: ${s.via})\n${formatCount(s.blocks)} blocks`}
+                  data-inferred={s.inferred ? s.rule : undefined}
+                  title={lines.filter(Boolean).join("\n")}
                   onClick={() => {
                     setHighlight(selected ? null : s.site);
                     if (!selected) setMode("allocations");
@@ -495,8 +626,26 @@ function CallSites({ report }: { report: ReportJson }) {
                   </span>
                   <span className="swatch" style={{ background: color }} />
                   <span className="site-name">{s.label}</span>
+                  {s.library && (
+                    <span className="site-lib" data-testid="site-library">
+                      → {s.library}
+                    </span>
+                  )}
+                  {s.libraryInnermost && (
+                    <span className="site-lib" data-testid="site-library-innermost">
+                      … {s.libraryInnermost}
+                    </span>
+                  )}
                   <span className="small muted site-meta">
                     {s.category.replace(/_/g, " ")} · {formatCount(s.blocks)} blocks
+                    {s.inferred ? " · " : ""}
+                    {s.inferred && (
+                      <InferredBadge
+                        parts={[{ category: s.category, rule: s.rule, bytes: s.bytes, count: s.blocks }]}
+                        rules={rules}
+                        testId="site-inferred"
+                      />
+                    )}
                   </span>
                   <span className="bar">
                     <span style={{ width: `${max > 0 ? (s.bytes / max) * 100 : 0}%`, background: color }} />

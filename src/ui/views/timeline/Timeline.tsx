@@ -13,11 +13,14 @@ import type {
 } from "../../../../workers/api";
 import { Bytes } from "../../components/Bytes";
 import { Canvas, type CanvasHandle, type DrawFn, themeColors } from "../../components/Canvas";
+import { hatchRect } from "../../components/hatch";
+import { InferredLine } from "../../components/Inferred";
 import { CompactStack, firstSentence, StackList } from "../../components/StackList";
 import { formatBytes, formatCount, formatDurationUs } from "../../format";
 import { alignViews, anchorOf, linkedExtent, useApp } from "../../state/app";
 import { notePainted } from "../../state/idle";
 import { clampView, fullView, type SideStore, sides, type TimelineView, useSide } from "../../state/store";
+import { CategoryLegend } from "./CategoryLegend";
 import { Overview } from "./Overview";
 import { makePlot, type Plot, pxToX, xTicks, xToPx, yTicks, yToPx } from "./scales";
 
@@ -45,7 +48,6 @@ export function Timeline() {
   const highlightSite = S((s) => s.highlightSite);
   const highlightBy = S((s) => s.highlightBy);
   const highlightCategory = S((s) => s.highlightCategory);
-  const setHighlightCategory = S((s) => s.setHighlightCategory);
   const setView = S((s) => s.setView);
   const setAxis = S((s) => s.setAxis);
   const pin = S((s) => s.pin);
@@ -458,23 +460,7 @@ export function Timeline() {
       </div>
       <Overview device={device} replay={replay} view={view} onView={(v) => setView(clamp(v))} />
       <div className="legend" data-testid="timeline-legend">
-        {categories.map((c) => (
-          <button
-            type="button"
-            key={c.id}
-            className="legend-item"
-            aria-pressed={highlightCategory === c.name}
-            title={
-              highlightCategory === c.name
-                ? "Show every category again"
-                : `Highlight ${c.name} in the timeline and the segment map`
-            }
-            onClick={() => setHighlightCategory(highlightCategory === c.name ? null : c.name)}
-          >
-            <span className="swatch" style={{ background: colors[c.id] }} />
-            {c.name}
-          </button>
-        ))}
+        <CategoryLegend />
         <label title="The reserved total (what the caching allocator holds from the device), drawn as a line">
           <input
             type="checkbox"
@@ -662,6 +648,8 @@ function drawTimeline(
         const x1 = xToPx(p, bd.px[k + 1]);
         const y = bottom - bd.py[k] * scale - h;
         ctx.fillRect(x0, y, Math.max(1, x1 - x0), h);
+        // Inferred category (allocated before recording, no stack): the ╲ hatch, as in the map.
+        if (bd.inferred[i]) hatchRect(ctx, x0, y, Math.max(1, x1 - x0), h, th.fg);
       }
     }
     ctx.globalAlpha = 1;
@@ -981,10 +969,14 @@ function AllocationSummary({ detail }: { detail: AllocationDetail }) {
       <div>
         call site: <code>{detail.site ?? "—"}</code>
       </div>
-      {detail.rule && (
-        <div className="muted small">
-          why: <strong>{detail.rule}</strong> — {firstSentence(detail.ruleDetail)}
-        </div>
+      {detail.inferred ? (
+        <InferredLine rule={detail.inferred.rule} description={detail.inferred.description} short />
+      ) : (
+        detail.rule && (
+          <div className="muted small">
+            why: <strong>{detail.rule}</strong> — {firstSentence(detail.ruleDetail)}
+          </div>
+        )
       )}
       <CompactStack stack={detail.stack} emptyReason={detail.emptyStackReason} />
     </div>
@@ -1016,10 +1008,14 @@ function AllocationPanel({
         category <strong>{detail.category}</strong> · call site <code>{detail.site ?? "—"}</code> · stream{" "}
         {detail.stream}
       </div>
-      {detail.rule && (
-        <div className="muted small">
-          why this category: rule <strong>{detail.rule}</strong> — {detail.ruleDetail}
-        </div>
+      {detail.inferred ? (
+        <InferredLine rule={detail.inferred.rule} description={detail.inferred.description} />
+      ) : (
+        detail.rule && (
+          <div className="muted small">
+            why this category: rule <strong>{detail.rule}</strong> — {detail.ruleDetail}
+          </div>
+        )
       )}
       <div className="small">
         {detail.allocEvent >= 0
