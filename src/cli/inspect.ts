@@ -1,7 +1,7 @@
 // `memscope inspect FILE [--json]`: what the reader found, as counts and segment-field totals.
 
 import { summarize } from "../core/model/summary";
-import { formatBytes } from "../core/units";
+import { formatMiB } from "../core/report/format";
 import type { CliIo } from "./main";
 import { readSnapshotFile } from "./read-file";
 
@@ -21,7 +21,7 @@ export async function inspectCommand(args: string[], io: CliIo): Promise<number>
     );
     return 0;
   }
-  const mib = formatBytes;
+  const mib = formatMiB;
   const lines = [
     `${s.fileName}: ${s.format}${s.pickleProtocol === null ? "" : ` (pickle protocol ${s.pickleProtocol})`}`,
     `segments ${s.segments}, blocks ${s.blocks}, trace entries ${s.traceEntries}`,

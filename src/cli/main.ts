@@ -1,4 +1,5 @@
-// The memscope CLI: `inspect` (what the reader sees) and `report` (attribution, checks, compare).
+// The memscope CLI: `inspect` (what the reader sees), `report` (attribution, checks, compare, --html) and
+// `view` (the page on localhost, opened at the file).
 
 import { SnapshotReadError } from "../core/formats/errors";
 import { inspectCommand } from "./inspect";
@@ -8,10 +9,24 @@ export interface CliIo {
   stderr(s: string): void;
 }
 
-const USAGE = `usage:
+export const USAGE = `usage:
   memscope inspect FILE [--json]
-  memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT] [--json]
+  memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]
+  memscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]
+  memscope help
+
+  inspect  what the reader found: counts, actions, totals per device
+  report   categories, call sites, checks, the peak and what it held; --compare: what changed; --at: the state
+           after one trace event; --html: one self-contained HTML file (opens from file://, no network)
+  view     serves the viewer on 127.0.0.1 and opens the browser at FILE (FILE2: a comparison)
+
+Sizes are MiB with two decimals (1 MiB = 1,048,576 B), exact bytes beside them where numbers are compared.
+report exit codes: 0 all checks passed or skipped, 2 a check failed, 1 unreadable input or bad usage.
+Capture snapshots with python/memscope_hook.py (README, "Capture").
 `;
+
+const HELP = new Set(["help", "--help", "-h"]);
+const COMMANDS = new Set(["inspect", "report", "view"]);
 
 const processIo: CliIo = {
   stdout: (s) => process.stdout.write(s),
@@ -21,12 +36,25 @@ const processIo: CliIo = {
 export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
   const [command, ...args] = argv;
   try {
+    if (command !== undefined && HELP.has(command)) {
+      io.stdout(USAGE);
+      return 0;
+    }
+    if (command !== undefined && COMMANDS.has(command) && args.some((a) => HELP.has(a))) {
+      const lines = USAGE.split("\n").filter((l) => l.startsWith(`  memscope ${command} `));
+      io.stdout(`usage:\n${lines.join("\n")}\n\n(memscope help: every command)\n`);
+      return 0;
+    }
     if (command === "inspect") return await inspectCommand(args, io);
     if (command === "report") {
       const { reportCommand } = await import("./report");
       return await reportCommand(args, io);
     }
-    io.stderr(USAGE);
+    if (command === "view") {
+      const { viewCommand } = await import("./view");
+      return await viewCommand(args, io);
+    }
+    io.stderr(command === undefined ? USAGE : `memscope: unknown command ${command}\n${USAGE}`);
     return 1;
   } catch (e) {
     if (e instanceof SnapshotReadError) {

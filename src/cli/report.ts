@@ -1,16 +1,20 @@
-// `memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--json]`
+// `memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--json]
+//                       [--html OUT.html]`
 // Exit 0: every check passed or was skipped; 2: a check failed; 1: unreadable input or bad usage.
+// --html also writes one self-contained HTML file (src/report-html) from the same report object.
 
-import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { existsSync, readFileSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
+import { resolve } from "node:path";
 import { attribute } from "../core/attribution/index";
 import { SnapshotReadError } from "../core/formats/errors";
 import type { CountersSidecar, SnapshotModel } from "../core/model/types";
-import { stateAtReport } from "../core/replay/report";
+import { prepareReplays, replayReport, stateAtReport } from "../core/replay/report";
 import { CountersParseError, parseCounters } from "../core/report/counters";
-import { buildReport, replayInputs } from "../core/report/index";
+import { formatBytes, formatMiB } from "../core/report/format";
+import { buildReport, type ReportJson, replayInputs } from "../core/report/index";
 import { renderReportText } from "../core/report/text";
-import { formatBytes } from "../core/units";
+import { buildReportPictures, renderReportHtml } from "../report-html/index";
 import { readSnapshotFile } from "./read-file";
 
 export interface ReportIo {
@@ -23,7 +27,7 @@ export interface ReportDeps {
 }
 
 const USAGE =
-  "usage: memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--json]\n";
+  "usage: memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]\n";
 
 interface Args {
   file: string;
@@ -34,6 +38,8 @@ interface Args {
   /** --at EVENT: the state at one trace event instead of the snapshot report. */
   at: number | null;
   device: number | null;
+  /** --html OUT: also write the report as one self-contained HTML file. */
+  html: string | null;
 }
 
 class UsageError extends Error {}
@@ -48,9 +54,10 @@ function parseArgs(args: string[]): Args {
     json: false,
     at: null,
     device: null,
+    html: null,
   };
   const files: string[] = [];
-  const valued = new Set(["--counters", "--compare", "--counters-other", "--at", "--device"]);
+  const valued = new Set(["--counters", "--compare", "--counters-other", "--at", "--device", "--html"]);
   for (let i = 0; i < args.length; i++) {
     let a = args[i];
     let value: string | undefined;
@@ -67,7 +74,7 @@ function parseArgs(args: string[]): Args {
         value = args[++i];
         if (value === undefined || value.startsWith("--")) {
           throw new UsageError(
-            `${a} needs ${a === "--at" ? "an event index" : a === "--device" ? "a device number" : "a file"}`,
+            `${a} needs ${a === "--at" ? "an event index" : a === "--device" ? "a device number" : a === "--html" ? "an output file (OUT.html)" : "a file"}`,
           );
         }
       }
@@ -77,7 +84,8 @@ function parseArgs(args: string[]): Args {
           throw new UsageError(`${a} takes a whole number ≥ 0, not ${value}`);
         if (a === "--at") out.at = n;
         else out.device = n;
-      } else if (a === "--counters") out.counters = value;
+      } else if (a === "--html") out.html = value;
+      else if (a === "--counters") out.counters = value;
       else if (a === "--compare") out.compare = value;
       else out.countersOther = value;
     } else if (a.startsWith("--")) throw new UsageError(`unknown option ${a}`);
@@ -87,6 +95,8 @@ function parseArgs(args: string[]): Args {
     throw new UsageError(files.length === 0 ? "no snapshot file given" : "give one snapshot file");
   if (out.countersOther && !out.compare) throw new UsageError("--counters-other needs --compare");
   if (out.at !== null && out.compare) throw new UsageError("--at and --compare do not go together");
+  if (out.at !== null && out.html)
+    throw new UsageError("--html writes the whole report; it does not go with --at");
   out.file = files[0];
   return out;
 }
@@ -143,7 +153,27 @@ export async function reportCommand(
     return 1;
   }
   if (args.at !== null) return stateAtCommand(model, args, io);
-  const report = buildReport(model, { counters, other, otherCounters });
+  let report: ReportJson;
+  if (args.html) {
+    // The same report as without --html, with the replays kept for the timeline picture.
+    const attribution = attribute(model);
+    const inputs = replayInputs(attribution);
+    const replays = prepareReplays(model, inputs);
+    const replay = replayReport(model, inputs, counters, { replays });
+    report = buildReport(model, { counters, other, otherCounters, attribution, replay });
+    const html = renderReportHtml(report, buildReportPictures(model, attribution, replays), {
+      generatedAt: new Date().toISOString(),
+      version: memscopeVersion(),
+    });
+    try {
+      await writeFile(args.html, html, "utf8");
+    } catch (e) {
+      io.stderr(`memscope report: could not write ${args.html}: ${(e as Error).message}\n`);
+      return 1;
+    }
+    const size = Buffer.byteLength(html, "utf8");
+    io.stderr(`memscope report: wrote ${args.html} (${formatMiB(size)}, ${formatBytes(size)})\n`);
+  } else report = buildReport(model, { counters, other, otherCounters });
   io.stdout(args.json ? `${JSON.stringify(report)}\n` : renderReportText(report));
   const failed = [...report.checks, ...(report.compare?.otherChecks ?? [])].some((c) => c.status === "fail");
   return failed ? 2 : 0;
@@ -173,12 +203,22 @@ function stateAtCommand(model: SnapshotModel, args: Args, io: ReportIo): number 
   }
   const lines = [
     `memscope report: ${args.file}, device ${device}, after event ${at} (${model.actionNames[trace.action[at]]})`,
-    `  allocated ${formatBytes(state.allocatedBytes)}, active ${formatBytes(state.activeBytes)}, reserved ${formatBytes(state.reservedBytes)} (rounded block bytes)`,
+    `  allocated ${formatMiB(state.allocatedBytes)}, active ${formatMiB(state.activeBytes)}, reserved ${formatMiB(state.reservedBytes)} (rounded block bytes)`,
     ...Object.entries(state.categories).map(
-      ([name, n]) => `  ${name.padEnd(16)}${formatBytes(n).padStart(14)}`,
+      ([name, n]) => `  ${name.padEnd(16)}${formatMiB(n).padStart(14)}  ${formatBytes(n)}`,
     ),
-    `  free in cached segments ${formatBytes(state.fragmentation.freeInCachedSegmentsBytes)}, largest free block ${formatBytes(state.fragmentation.largestFreeBlockBytes)}`,
+    `  free in cached segments ${formatMiB(state.fragmentation.freeInCachedSegmentsBytes)}, largest free block ${formatMiB(state.fragmentation.largestFreeBlockBytes)}`,
   ];
   io.stdout(`${lines.join("\n")}\n`);
   return 0;
+}
+
+/** memscope's version, from package.json ("" when it cannot be read). */
+function memscopeVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(resolve(import.meta.dirname, "../../package.json"), "utf8"));
+    return typeof pkg.version === "string" ? pkg.version : "";
+  } catch {
+    return "";
+  }
 }
