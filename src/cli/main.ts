@@ -13,20 +13,24 @@ export const USAGE = `usage:
   memscope inspect FILE [--json]
   memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]
   memscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]
+  memscope ranks FILE... [--json] [--jobs N]
   memscope help
 
   inspect  what the reader found: counts, actions, totals per device
   report   categories, call sites, checks, the peak and what it held; --compare: what changed; --at: the state
            after one trace event; --html: one self-contained HTML file (opens from file://, no network)
   view     serves the viewer on 127.0.0.1 and opens the browser at FILE (FILE2: a comparison)
+  ranks    one row per rank file (or its report --json), the outliers above the median peak and the
+           category that makes the difference; files read in parallel (worker threads)
 
 Sizes are MiB with two decimals (1 MiB = 1,048,576 B), exact bytes beside them where numbers are compared.
-report exit codes: 0 all checks passed or skipped, 2 a check failed, 1 unreadable input or bad usage.
+report exit codes: 0 all checks passed or skipped, 2 a check failed, 1 unreadable input or bad usage;
+ranks: 2 when some rank is an outlier.
 Capture snapshots with python/memscope_hook.py (README, "Capture").
 `;
 
 const HELP = new Set(["help", "--help", "-h"]);
-const COMMANDS = new Set(["inspect", "report", "view"]);
+const COMMANDS = new Set(["inspect", "report", "view", "ranks"]);
 
 const processIo: CliIo = {
   stdout: (s) => process.stdout.write(s),
@@ -53,6 +57,10 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     if (command === "view") {
       const { viewCommand } = await import("./view");
       return await viewCommand(args, io);
+    }
+    if (command === "ranks") {
+      const { runRanks } = await import("./ranks");
+      return await runRanks(args, io);
     }
     io.stderr(command === undefined ? USAGE : `memscope: unknown command ${command}\n${USAGE}`);
     return 1;

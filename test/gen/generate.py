@@ -3,7 +3,7 @@
 
 Python 3 standard library only. Run `python3 test/gen/generate.py -h`; see test/gen/README.md.
 Importable too: `import generate` (with test/gen on sys.path) exposes one function per subcommand:
-known(), demo(), variants(), hostile(), truncate(), big(), random_trace(), memo_overwrite().
+known(), demo(), variants(), hostile(), truncate(), big(), random_trace(), memo_overwrite(), ranks().
 """
 
 import argparse
@@ -85,6 +85,12 @@ def random_trace(out, seed, events):
     return workloads.write_random_trace(out, seed, events)
 
 
+def ranks(outdir, n, outlier=None):
+    """N rank files of the known run with uneven batches; the outlier rank holds one extra 64 MiB buffer."""
+    from memgen import ranks as rk
+    return rk.write_all(outdir, n, outlier)
+
+
 def memo_overwrite(out):
     """A hand-assembled pickle whose frame memo slot is overwritten by PUT between identical entries."""
     from memgen import handpickle
@@ -138,6 +144,12 @@ def main(argv=None):
     r.add_argument("--events", type=int, required=True)
     r.add_argument("out")
 
+    rk = sub.add_parser("ranks", help=ranks.__doc__.splitlines()[0])
+    rk.add_argument("--ranks", type=int, required=True, metavar="N")
+    rk.add_argument("--outlier", type=int, default=None, metavar="R",
+                    help="this rank also keeps a 64 MiB own-code buffer (category input) alive")
+    rk.add_argument("outdir")
+
     mo = sub.add_parser("memo-overwrite", help=memo_overwrite.__doc__.splitlines()[0])
     mo.add_argument("out")
 
@@ -159,6 +171,12 @@ def main(argv=None):
         print(json.dumps(big(a.out, a.target_mb, a.devices, a.seed)))
     elif a.cmd == "memo-overwrite":
         memo_overwrite(a.out)
+    elif a.cmd == "ranks":
+        if a.ranks < 1:
+            p.error("--ranks must be at least 1")
+        if a.outlier is not None and not 0 <= a.outlier < a.ranks:
+            p.error(f"--outlier {a.outlier} is not one of the ranks 0..{a.ranks - 1}")
+        ranks(a.outdir, a.ranks, a.outlier)
     elif a.cmd == "random-trace":
         random_trace(a.out, a.seed, a.events)
     return 0

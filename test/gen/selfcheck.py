@@ -344,6 +344,40 @@ def check_random(tmp):
         check(tb == set(blocks.items()), f"random-trace {seed}: truth liveBlocks == active blocks")
 
 
+def check_ranks(tmp):
+    d = os.path.join(tmp, "ranks")
+    summary = generate.ranks(d, 4, 1)
+    check(summary["outlier"] == 1 and len(summary["files"]) == 4 and
+          os.path.exists(os.path.join(d, "ranks.truth.json")), "ranks 4 --outlier 1: four files and ranks.truth.json")
+    for f in summary["files"]:
+        r = f["rank"]
+        out = os.path.join(d, f["file"])
+        truth = json.load(open(out + ".truth.json"))
+        got, obj = inspect(out)
+        name = f"ranks rank {r} (batch {f['batch']})"
+        check(same_counts(got, truth["tally"]), name + ": py_inspect agrees with the truth tally")
+        snap = truth["snapshot"]
+        check(sum(snap["categories"].values()) == got["totals"]["allocatedBytes"] == snap["allocatedBytes"],
+              name + ": categories sum to allocated_size")
+        live, segs, peak, peak_i = replay(obj)
+        blocks, fsegs = final_state(obj)
+        check(live == blocks and segs == fsegs, name + ": replay == final segments")
+        check(truth["peakRequested"] == {"bytes": peak, "eventIndex": peak_i}, name + ": replayed requested peak")
+        c = json.load(open(out + ".counters.json"))
+        check(c["rank"] == r and c["world_size"] == 4 and c["memory_allocated"] == snap["allocatedBytes"] and
+              c["max_memory_allocated"] == truth["maxMemoryAllocated"] == f["peakBytes"],
+              name + ": counters sidecar with rank / world_size agrees")
+        x = f["batch"] * 4096 + (64 * MiB if r == 1 else 0)
+        check(snap["categories"]["input"] == f["peakCategories"]["input"] == x,
+              name + ": input = batch x 2048 bf16 (+ 64 MiB on the outlier) at the dump and the peak")
+    peaks = sorted(f["peakBytes"] for f in summary["files"])
+    med = (peaks[1] + peaks[2]) / 2
+    others = [f["peakBytes"] for f in summary["files"] if f["rank"] != 1]
+    check(summary["medianPeakBytes"] == med and summary["outlierAboveMedianBytes"] ==
+          summary["files"][1]["peakBytes"] - med and all(abs(p - med) <= 0.05 * med for p in others),
+          "ranks: median, the outlier's excess, the other ranks within 5 % of the median")
+
+
 def check_big(tmp, mb):
     check(bool(bigpickle.verify(0.3, 1)), "big: streamed opcodes == pickle.dumps opcodes (1 device)")
     check(bool(bigpickle.verify(0.4, 2)), "big: streamed opcodes == pickle.dumps opcodes (2 devices)")
@@ -369,6 +403,7 @@ def main():
         check_variants(tmp)
         check_hostile(tmp)
         check_random(tmp)
+        check_ranks(tmp)
         check_big(tmp, a.big_mb)
     finally:
         if not a.keep:

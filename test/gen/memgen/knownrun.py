@@ -83,6 +83,8 @@ class KnownRun:
         self.record_from = record_from
         self.streams = streams
         self.workspace = workspace
+        self.act_bytes = ACT_BYTES  # the batch's bf16 activation (memgen/ranks.py varies the batch)
+        self.f32_bytes = F32_BYTES
         self.S = Stacks(layout, paths, "train.py")
         self.npu = layout == "npu"
         self.stream = NPU_STREAM if self.npu else 0
@@ -266,14 +268,14 @@ class KnownRun:
         if self.record_from == "after-build":
             self.start_recording()
         if self.streams == 1:
-            self.m("x", ACT_BYTES, self.ctx_randn(), "input", "input")
+            self.m("x", self.act_bytes, self.ctx_randn(), "input", "input")
         self.tick(2000)
 
     def new_batch(self):
         """streams=2: the loader's copy stream makes this step's x; the previous x is freed (record_stream on
         the main stream defers its free_completed)."""
         old = self.t.pop("x", None)
-        self.m("x", ACT_BYTES, self.ctx_randn(), "input", "input", stream=self.side_stream)
+        self.m("x", self.act_bytes, self.ctx_randn(), "input", "input", stream=self.side_stream)
         if old is not None:
             self.A.free(old, self.ctx_free_py(self.py_main(45)), deferred=True)
             self.pending_x = [old, X_COMPLETE_AFTER]
@@ -301,15 +303,15 @@ class KnownRun:
         if self.npu and step == 1:
             self.npu_workspace()
         for k in range(3):  # h1, h2 are saved by the next Linear; h3 dies at .float()
-            self.m(f"h{k + 1}", ACT_BYTES, self.ctx_linear(), *(("activations", "activation") if k < 2 else
+            self.m(f"h{k + 1}", self.act_bytes, self.ctx_linear(), *(("activations", "activation") if k < 2 else
                                                                 ("temporary", "forward_temp")))
-        self.m("f", F32_BYTES, self.ctx_method(NATIVE["to_copy"] + [
+        self.m("f", self.f32_bytes, self.ctx_method(NATIVE["to_copy"] + [
             ("at::_ops::to_dtype::call(at::Tensor const&, c10::ScalarType, bool, bool, "
              "std::optional<c10::MemoryFormat>)", "??"),
             ("torch::autograd::THPVariable_float(_object*, _object*, _object*)", "python_variable_methods.cpp")]),
             "activations", "activation")
         self.f("h3", self.ctx_free_py(self.py_main(59)))
-        self.m("p", F32_BYTES, self.ctx_method(NATIVE["elementwise"] + op("pow_Tensor_Scalar", "THPVariable_pow")),
+        self.m("p", self.f32_bytes, self.ctx_method(NATIVE["elementwise"] + op("pow_Tensor_Scalar", "THPVariable_pow")),
                "temporary", "forward_temp")
         self.m("loss_new", SCALAR, self.ctx_method(
             [("at::native::mean_out(at::Tensor const&, c10::OptionalArrayRef<long>, bool, "
@@ -341,7 +343,7 @@ class KnownRun:
             self.py_backward()), "temporary", "autograd_root")
         self.tick(30)
         # MeanBackward0: grad.expand(sizes) / numel
-        self.m("g_p", F32_BYTES, self.ctx_engine(NATIVE["elementwise"] + op("div_Scalar") + [
+        self.m("g_p", self.f32_bytes, self.ctx_engine(NATIVE["elementwise"] + op("div_Scalar") + [
             ("torch::autograd::generated::details::mean_backward(at::Tensor const&, c10::ArrayRef<c10::SymInt>, "
              "c10::OptionalArrayRef<long>, c10::SymInt, bool)", "??")] + node("MeanBackward0")),
             "temporary", "activation_grad")
@@ -349,18 +351,18 @@ class KnownRun:
         # PowBackward0: grad * (2 * self.pow(1))
         pb = [("torch::autograd::generated::details::pow_backward(at::Tensor, at::Tensor const&, "
                "c10::Scalar const&)", "??")] + node("PowBackward0")
-        self.m("t1", F32_BYTES, self.ctx_engine(NATIVE["elementwise"] + op("pow_Tensor_Scalar") + pb),
+        self.m("t1", self.f32_bytes, self.ctx_engine(NATIVE["elementwise"] + op("pow_Tensor_Scalar") + pb),
                "temporary", "autograd_temp")
-        self.m("t2", F32_BYTES, self.ctx_engine(NATIVE["elementwise"] + op("mul_Scalar") + pb),
+        self.m("t2", self.f32_bytes, self.ctx_engine(NATIVE["elementwise"] + op("mul_Scalar") + pb),
                "temporary", "autograd_temp")
         self.f("t1", self.ctx_engine_free("temp", "PowBackward0"))
-        self.m("g_f", F32_BYTES, self.ctx_engine(NATIVE["elementwise"] + op("mul_Tensor") + pb),
+        self.m("g_f", self.f32_bytes, self.ctx_engine(NATIVE["elementwise"] + op("mul_Tensor") + pb),
                "temporary", "activation_grad")
         self.f("t2", self.ctx_engine_free("temp", "PowBackward0"))
         self.f("g_p", self.ctx_engine_free("input", "PowBackward0"))
         self.f("f", self.ctx_engine_free("saved", "PowBackward0"))
         # ToCopyBackward0: grad.to(bfloat16)
-        self.m("g_h3", ACT_BYTES, self.ctx_engine(NATIVE["to_copy"] + node("ToCopyBackward0")),
+        self.m("g_h3", self.act_bytes, self.ctx_engine(NATIVE["to_copy"] + node("ToCopyBackward0")),
                "temporary", "activation_grad")
         self.f("g_f", self.ctx_engine_free("input", "ToCopyBackward0"))
         for layer in (2, 1, 0):
@@ -373,7 +375,7 @@ class KnownRun:
                 "c10::ArrayRef<c10::SymInt>, c10::Layout, c10::Scalar const&)", "??")] + node("MmBackward0")
         grad_in = f"g_h{layer + 1}"
         if layer > 0:
-            self.m(f"g_h{layer}", ACT_BYTES, self.ctx_engine(NATIVE["mm"] + mm1), "temporary", "activation_grad")
+            self.m(f"g_h{layer}", self.act_bytes, self.ctx_engine(NATIVE["mm"] + mm1), "temporary", "activation_grad")
         self.m(f"gW{layer}", W_BYTES, self.ctx_engine(NATIVE["mm"] + mm2), "temporary", "weight_grad_in_flight")
         self.f(grad_in, self.ctx_engine_free("input", "MmBackward0"))
         if layer > 0:
