@@ -56,7 +56,7 @@ describe("one unit rule for every size the CLI prints", () => {
   const INFERENCE = real("Wedsonlin__assignment2-systems__medium_256_inference_memory_snapshot.pickle");
   const TRAINING = real("Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle");
 
-  it("inspect, report, --at and --compare print MiB with two decimals, never KiB / GiB", async () => {
+  it("inspect, report, --at, --compare, tree, whatif and ranks print MiB with two decimals, never KiB / GiB", async () => {
     const texts: string[] = [];
     for (const args of [
       ["inspect", a],
@@ -65,6 +65,9 @@ describe("one unit rule for every size the CLI prints", () => {
       ["report", a, "--at", "50"],
       ["report", a, "--compare", b],
       ["report", INFERENCE, "--compare", TRAINING],
+      ["tree", TRAINING, "--at", "peak"],
+      ["whatif", TRAINING, "--suggest"],
+      ["ranks", INFERENCE, TRAINING, a],
     ]) {
       const r = await run(args);
       expect([0, 2], args.join(" ")).toContain(r.code);

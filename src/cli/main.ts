@@ -1,5 +1,6 @@
-// The memscope CLI: `inspect` (what the reader sees), `report` (attribution, checks, compare, --html) and
-// `view` (the page on localhost, opened at the file).
+// The memscope CLI: `inspect` (what the reader sees), `report` (attribution, checks, compare, --html),
+// `view` (the page on localhost, opened at the file), `tree` (the call tree), `whatif` (peaks under
+// changes, suggestions) and `ranks` (many rank files).
 
 import { SnapshotReadError } from "../core/formats/errors";
 import { inspectCommand } from "./inspect";
@@ -14,12 +15,18 @@ export const USAGE = `usage:
   memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]
   memscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]
   memscope ranks FILE... [--json] [--jobs N]
+  memscope whatif FILE [--counters SIDECAR] [--device N] [--remove SPEC]... [--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--capacity SIZE] [--json]
+  memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up] [--folded] [--json] [--csv] [--group NAME=REGEX]... [--search TEXT|/RE/]
   memscope help
 
   inspect  what the reader found: counts, actions, totals per device
   report   categories, call sites, checks, the peak and what it held; --compare: what changed; --at: the state
            after one trace event; --html: one self-contained HTML file (opens from file://, no network)
   view     serves the viewer on 127.0.0.1 and opens the browser at FILE (FILE2: a comparison)
+  tree     the call tree of the live memory at the snapshot, the peak or any event (by stack or by
+           module); --folded: folded stacks for flamegraph.pl / speedscope
+  whatif   the exact peak without / with less / with earlier frees of a selection (SPEC: category:NAME,
+           site:FILE:LINE, frame:TEXT); --suggest: ranked ways to lower the peak, which ones fit
   ranks    one row per rank file (or its report --json), the outliers above the median peak and the
            category that makes the difference; files read in parallel (worker threads)
 
@@ -30,7 +37,7 @@ Capture snapshots with python/memscope_hook.py (README, "Capture").
 `;
 
 const HELP = new Set(["help", "--help", "-h"]);
-const COMMANDS = new Set(["inspect", "report", "view", "ranks"]);
+const COMMANDS = new Set(["inspect", "report", "view", "ranks", "tree", "whatif"]);
 
 const processIo: CliIo = {
   stdout: (s) => process.stdout.write(s),
@@ -57,6 +64,14 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     if (command === "view") {
       const { viewCommand } = await import("./view");
       return await viewCommand(args, io);
+    }
+    if (command === "tree") {
+      const { runTree } = await import("./tree");
+      return await runTree(args, io);
+    }
+    if (command === "whatif") {
+      const { runWhatIf } = await import("./whatif");
+      return await runWhatIf(args, io);
     }
     if (command === "ranks") {
       const { runRanks } = await import("./ranks");

@@ -15,8 +15,8 @@ import {
   summaryFromReport,
 } from "../core/ranks/index";
 import { parseCounters } from "../core/report/counters";
+import { formatMiB as formatBytes } from "../core/report/format";
 import { buildReport } from "../core/report/index";
-import { formatBytes } from "../core/units";
 import { readSnapshotFile } from "./read-file";
 
 export interface RanksIo {

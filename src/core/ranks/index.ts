@@ -2,6 +2,7 @@
 // whose peak stands out from the median, with the category that makes the difference. Pure: it takes small
 // per-rank summaries (from a snapshot's report, or from a `memscope report --json` object) and no files.
 
+import { formatMiB } from "../report/format";
 import type { ReportJson } from "../report/index";
 
 /** What each rank contributes: small enough to post back from a worker. */
@@ -232,6 +233,6 @@ export function rankOverview(summaries: RankSummary[], opts: RanksOptions = {}):
     ranks: rows,
     outliers,
     medianPeakBytes: med,
-    rule: `a rank is an outlier when its peak is more than ${(fraction * 100).toFixed(0)} % or ${bytes / GiB} GiB above the median peak; the category named is the one with the largest excess over that category's median (at the peak, or at the snapshot when the peak's composition is unknown)`,
+    rule: `a rank is an outlier when its peak is more than ${(fraction * 100).toFixed(0)} % or ${formatMiB(bytes)} above the median peak; the category named is the one with the largest excess over that category's median (at the peak, or at the snapshot when the peak's composition is unknown)`,
   };
 }

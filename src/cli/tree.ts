@@ -1,0 +1,257 @@
+// `memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up]
+//  [--folded | --json | --csv] [--group NAME=REGEX]... [--search TEXT] [--own-code-only] [--hide-library]
+//  [--depth N] [--top N]`
+// The call tree of the live allocated memory at one moment. Exit 0: printed; 1: bad usage or unreadable input.
+
+import { attribute } from "../core/attribution/index";
+import { SnapshotReadError } from "../core/formats/errors";
+import type { SnapshotModel } from "../core/model/types";
+import { prepareReplay } from "../core/replay/prepare";
+import type { Replay } from "../core/replay/types";
+import { formatMiB as formatBytes } from "../core/report/format";
+import { buildCallTree } from "../core/tree/builder";
+import { toCsv, toFolded, toJson } from "../core/tree/export";
+import { renderTreeText } from "../core/tree/text";
+import type { CallTreeOptions, TreeMoment } from "../core/tree/types";
+import { exactBytesShort } from "../core/units";
+import { readSnapshotFile } from "./read-file";
+
+export interface TreeIo {
+  stdout(s: string): void;
+  stderr(s: string): void;
+}
+
+export interface TreeDeps {
+  readSnapshot(path: string): Promise<SnapshotModel>;
+}
+
+const USAGE =
+  "usage: memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up]\n" +
+  "                          [--folded | --json | --csv] [--group NAME=REGEX]... [--search TEXT]\n" +
+  "                          [--own-code-only] [--hide-library] [--depth N] [--top N]\n";
+
+interface Args {
+  file: string;
+  at: TreeMoment;
+  device: number | null;
+  by: "stack" | "module";
+  bottomUp: boolean;
+  output: "text" | "json" | "folded" | "csv";
+  groups: Record<string, string>;
+  search: string | null;
+  ownCodeOnly: boolean;
+  hideLibrary: boolean;
+  depth: number;
+  top: number;
+}
+
+class UsageError extends Error {}
+
+const FLAGS = new Set(["--bottom-up", "--folded", "--json", "--csv", "--own-code-only", "--hide-library"]);
+const VALUED = new Set(["--at", "--device", "--by", "--group", "--search", "--depth", "--top"]);
+
+function wholeNumber(flag: string, value: string, min: number): number {
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isInteger(n) || n < min) {
+    throw new UsageError(`${flag} takes a whole number ≥ ${min}, not ${value}`);
+  }
+  return n;
+}
+
+/** `args` are the words after `memscope tree`. */
+function parseArgs(args: string[]): Args {
+  const out: Args = {
+    file: "",
+    at: "snapshot",
+    device: null,
+    by: "stack",
+    bottomUp: false,
+    output: "text",
+    groups: {},
+    search: null,
+    ownCodeOnly: false,
+    hideLibrary: false,
+    depth: 8,
+    top: 6,
+  };
+  const files: string[] = [];
+  const outputs: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    let a = args[i];
+    let value: string | undefined;
+    const eq = a.indexOf("=");
+    if (a.startsWith("--") && eq > 0) {
+      value = a.slice(eq + 1);
+      a = a.slice(0, eq);
+    }
+    if (FLAGS.has(a)) {
+      if (value !== undefined) throw new UsageError(`${a} takes no value`);
+      if (a === "--bottom-up") out.bottomUp = true;
+      else if (a === "--own-code-only") out.ownCodeOnly = true;
+      else if (a === "--hide-library") out.hideLibrary = true;
+      else outputs.push(a);
+    } else if (VALUED.has(a)) {
+      if (value === undefined) {
+        value = args[++i];
+        if (value === undefined || value.startsWith("--")) throw new UsageError(`${a} needs a value`);
+      }
+      if (a === "--at") {
+        out.at = value === "snapshot" || value === "peak" ? value : wholeNumber("--at", value, -1);
+      } else if (a === "--device") out.device = wholeNumber(a, value, 0);
+      else if (a === "--depth") out.depth = wholeNumber(a, value, 1);
+      else if (a === "--top") out.top = wholeNumber(a, value, 1);
+      else if (a === "--by") {
+        if (value !== "stack" && value !== "module")
+          throw new UsageError(`--by takes stack or module, not ${value}`);
+        out.by = value;
+      } else if (a === "--search") {
+        if (value === "") throw new UsageError("--search needs a text or /regex/");
+        out.search = value;
+      } else {
+        const e = value.indexOf("=");
+        if (e <= 0 || e === value.length - 1) throw new UsageError(`--group takes NAME=REGEX, not ${value}`);
+        const name = value.slice(0, e);
+        if (name in out.groups) throw new UsageError(`--group ${name} given twice`);
+        out.groups[name] = value.slice(e + 1);
+      }
+    } else if (a.startsWith("--")) throw new UsageError(`unknown option ${a}`);
+    else files.push(a);
+  }
+  if (files.length !== 1)
+    throw new UsageError(files.length === 0 ? "no snapshot file given" : "give one snapshot file");
+  if (outputs.length > 1) throw new UsageError(`${outputs.join(" and ")} do not go together`);
+  if (outputs.length === 1) out.output = outputs[0].slice(2) as Args["output"];
+  for (const [name, re] of Object.entries(out.groups)) {
+    try {
+      new RegExp(re);
+    } catch (e) {
+      throw new UsageError(`--group ${name}: ${(e as Error).message}`);
+    }
+  }
+  out.file = files[0];
+  return out;
+}
+
+function momentText(args: Args, event: number | null): string {
+  if (args.at === "snapshot") return "at the snapshot";
+  if (args.at === "peak") return `at the peak (after event ${event})`;
+  return event === -1 ? "before the first event" : `after event ${event}`;
+}
+
+export async function runTree(
+  argv: string[],
+  io: TreeIo,
+  deps: TreeDeps = { readSnapshot: readSnapshotFile },
+): Promise<number> {
+  let args: Args;
+  try {
+    args = parseArgs(argv);
+  } catch (e) {
+    io.stderr(`memscope tree: ${(e as Error).message}\n${USAGE}`);
+    return 1;
+  }
+  let model: SnapshotModel;
+  try {
+    model = await deps.readSnapshot(args.file);
+  } catch (e) {
+    if (e instanceof SnapshotReadError) {
+      io.stderr(`memscope: ${e.message}\n`);
+      return 1;
+    }
+    io.stderr(`memscope: could not read the input: ${(e as Error).message ?? String(e)}\n`);
+    return 1;
+  }
+
+  const attribution = attribute(model);
+  let replay: Replay | null = null;
+  let device: number | null = args.device;
+  if (args.at === "snapshot") {
+    if (device !== null) {
+      let found = false;
+      for (let s = 0; s < model.segments.length && !found; s++) found = model.segments.device[s] === device;
+      if (!found) {
+        io.stderr(`memscope tree: ${args.file} has no segments on device ${device}.\n`);
+        return 1;
+      }
+    }
+  } else {
+    const d = device ?? model.traces.findIndex((t) => t.length > 0);
+    const trace = d >= 0 ? model.traces[d] : undefined;
+    if (!trace || trace.length === 0) {
+      io.stderr(
+        `memscope tree: ${args.file} has no trace${device === null ? "" : ` on device ${device}`}: --at ${args.at} needs device_traces.\n`,
+      );
+      return 1;
+    }
+    if (typeof args.at === "number" && args.at >= trace.length) {
+      io.stderr(
+        `memscope tree: --at ${args.at} is past the end of device ${d}'s trace (events 0–${trace.length - 1}, or -1 for its start).\n`,
+      );
+      return 1;
+    }
+    device = d;
+    replay = prepareReplay(model, d, {
+      traceCategory: attribution.traceCategory[d],
+      traceSite: attribution.traceSite[d],
+      blockCategory: attribution.blockCategory,
+      blockSite: attribution.blockSite,
+      traceBeforeCategory: attribution.traceBeforeCategory[d],
+      traceBeforeSite: attribution.traceBeforeSite[d],
+      blockWorkspace: attribution.blockWorkspace,
+      categoryCount: Math.max(1, attribution.categoryNames.length),
+    });
+    if (args.at === "peak" && replay.peakEvent === null) {
+      io.stderr(`memscope tree: device ${d}'s trace has no allocation events: no peak.\n`);
+      return 1;
+    }
+  }
+
+  const opts: CallTreeOptions = {
+    orientation: args.bottomUp ? "bottom-up" : "top-down",
+    by: args.by,
+    ownCodeOnly: args.ownCodeOnly,
+    hideLibrary: args.hideLibrary,
+    device,
+  };
+  if (args.search) opts.search = args.search;
+  if (Object.keys(args.groups).length > 0) opts.groups = args.groups;
+  let tree: ReturnType<typeof buildCallTree>;
+  try {
+    tree = buildCallTree(model, attribution, replay, args.at, opts);
+  } catch (e) {
+    if (e instanceof SyntaxError || e instanceof RangeError) {
+      io.stderr(`memscope tree: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  }
+
+  if (args.output === "json") {
+    io.stdout(`${JSON.stringify(toJson(tree))}\n`);
+    return 0;
+  }
+  if (args.output === "folded") {
+    io.stdout(toFolded(tree));
+    return 0;
+  }
+  if (args.output === "csv") {
+    io.stdout(toCsv(tree));
+    return 0;
+  }
+  const where = tree.device === null ? "all devices" : `device ${tree.device}`;
+  const header = [
+    `memscope tree: ${args.file}, ${where}, ${momentText(args, tree.event)}; ${args.bottomUp ? "bottom-up" : "top-down"} by ${args.by}`,
+    `  ${formatBytes(tree.totalBytes)} allocated (${exactBytesShort(tree.totalBytes)}, rounded block bytes) in ${tree.totalBlocks} blocks; * = your code`,
+  ];
+  if (tree.hiddenBytes > 0) {
+    header.push(`  left out (no frame of your code): ${formatBytes(tree.hiddenBytes)}`);
+  }
+  if (tree.matchBytes !== null) {
+    const share = tree.totalBytes > 0 ? ((tree.matchBytes / tree.totalBytes) * 100).toFixed(1) : "0.0";
+    header.push(
+      `  search ${JSON.stringify(args.search)}: ${formatBytes(tree.matchBytes)} (${share}%) live under matching frames, ${tree.matchKeys.length} matching nodes`,
+    );
+  }
+  io.stdout(`${header.join("\n")}\n${renderTreeText(tree, { depth: args.depth, top: args.top })}`);
+  return 0;
+}

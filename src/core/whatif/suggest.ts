@@ -1,0 +1,308 @@
+// Ranked ways under the limit: each suggestion is a list of transformations evaluated by the engine, with
+// the assumption that makes its figure exact and an honest caveat about what it costs.
+
+import { isPythonFile, pathTail, slashPath } from "../attribution/frames";
+import { Action, type CountersSidecar, EMPTY_STACK } from "../model/types";
+import { roundRequest } from "../replay/rounding";
+import type { Replay } from "../replay/types";
+import { formatMiB as formatBytes } from "../report/format";
+import { evaluate, selectAllocations, type WhatIfContext } from "./engine";
+import { Phase } from "./phases";
+import { transformSpec } from "./spec";
+import type { Capacity, OomNeed, Selection, Suggestion, SuggestionKind, Transform } from "./types";
+
+/** Keys a counters sidecar's memory_stats may carry for the device's total (torch's memory_stats has none). */
+const TOTAL_KEYS = ["total_memory", "device_total_bytes", "total_bytes"];
+
+/** The OOM entries of the replay with what was needed. */
+export function oomNeeds(r: Replay): OomNeed[] {
+  return r.markers.oom.map((o) => {
+    const allocatedBytes = o.eventIndex >= 0 ? r.allocated[o.eventIndex] : r.initial.allocatedBytes;
+    const requestBytes = roundRequest(o.requestedBytes, r.rounding);
+    const free = Number.isFinite(o.deviceFreeBytes) ? o.deviceFreeBytes : Number.NaN;
+    return {
+      eventIndex: o.eventIndex,
+      requestBytes,
+      allocatedBytes,
+      deviceFreeBytes: free,
+      neededBytes: Number.isFinite(free) ? Math.max(0, requestBytes - free) : Number.NaN,
+    };
+  });
+}
+
+/**
+ * The device's capacity for memory_allocated(): an explicit figure; else a total in the counters'
+ * memory_stats (`total_memory`, when the capture added one); else the first OOM entry: allocated there +
+ * the device_free it reported (cached-but-free blocks the allocator could not release count as unusable).
+ */
+export function deviceCapacity(
+  r: Replay,
+  counters: CountersSidecar | null,
+  explicitBytes?: number | null,
+): Capacity | null {
+  if (explicitBytes !== undefined && explicitBytes !== null && Number.isFinite(explicitBytes)) {
+    return { bytes: explicitBytes, source: "option", detail: `given: ${formatBytes(explicitBytes)}` };
+  }
+  const stats = counters?.memoryStats;
+  if (
+    stats &&
+    (counters?.device === null || counters?.device === undefined || counters.device === r.device)
+  ) {
+    for (const k of TOTAL_KEYS) {
+      const v = stats[k];
+      if (typeof v === "number" && Number.isFinite(v) && v > 0)
+        return { bytes: v, source: "counters", detail: `memory_stats ${k} = ${formatBytes(v)}` };
+    }
+  }
+  const oom = oomNeeds(r).find((o) => Number.isFinite(o.deviceFreeBytes));
+  if (oom) {
+    const bytes = oom.allocatedBytes + oom.deviceFreeBytes;
+    return {
+      bytes,
+      source: "oom",
+      detail:
+        `the OOM at event ${oom.eventIndex}: ${formatBytes(oom.allocatedBytes)} allocated + ` +
+        `${formatBytes(oom.deviceFreeBytes)} the device reported free`,
+    };
+  }
+  return null;
+}
+
+/** Top-level modules: the distinct outermost Python `forward` frames of forward-run allocations. */
+export function topLevelModules(ctx: WhatIfContext): { text: string; label: string; allocs: number }[] {
+  const r = ctx.replay;
+  const t = r.trace;
+  if (!t) return [];
+  const { model } = ctx;
+  const { offsets, frameIds } = model.stacks;
+  const { filename, name } = model.frames;
+  const outerOfStack = new Map<number, number>();
+  const counts = new Map<number, number>();
+  const forwardFrame = (f: number) =>
+    model.strings[name[f]] === "forward" && isPythonFile(model.strings[filename[f]] ?? "");
+  const { run, runPhase } = ctx.phases;
+  for (let i = 0; i < t.length; i++) {
+    if (t.action[i] !== Action.alloc || t.isWorkspace[i]) continue;
+    const s = t.stack[i];
+    if (s === EMPTY_STACK || run[i] < 0 || runPhase[run[i]] !== Phase.forward) continue;
+    let outer = outerOfStack.get(s);
+    if (outer === undefined) {
+      outer = -1;
+      for (let j = offsets[s + 1] - 1; j >= offsets[s]; j--) {
+        if (forwardFrame(frameIds[j])) {
+          outer = frameIds[j];
+          break;
+        }
+      }
+      outerOfStack.set(s, outer);
+    }
+    if (outer >= 0) counts.set(outer, (counts.get(outer) ?? 0) + 1);
+  }
+  return [...counts.entries()]
+    .map(([f, allocs]) => {
+      const file = model.strings[filename[f]] ?? "";
+      const line = model.frames.line[f];
+      return { text: `${file}:${line}:forward`, label: `${pathTail(slashPath(file), 1)}:${line}`, allocs };
+    })
+    .sort((a, b) => b.allocs - a.allocs || a.text.localeCompare(b.text));
+}
+
+interface Candidate {
+  id: string;
+  kind: SuggestionKind;
+  action: string;
+  caveat: string;
+  /** Overrides the engine's assumption line. */
+  assumption?: string;
+  transforms: Transform[];
+  /** Order among equal savings: cheaper changes first. */
+  cost: number;
+}
+
+const cat = (category: string): Selection => ({ kind: "category", category });
+
+export interface SuggestOptions {
+  capacity?: Capacity | null;
+  /** Activation-checkpointing candidates to keep (the best by saving). Default 3. */
+  modules?: number;
+}
+
+/** Ranked suggestions for the peak (by saving, then by how cheap the change is). */
+export function suggest(ctx: WhatIfContext, opts: SuggestOptions = {}): Suggestion[] {
+  const A = ctx.replay.allocations;
+  const bytesOf = (sel: Selection) => {
+    const m = selectAllocations(ctx, sel);
+    let b = 0;
+    for (let k = 0; k < A.length; k++) if (m[k]) b += A.sizeBytes[k];
+    return b;
+  };
+  const has = (name: string) => ctx.categoryNames.includes(name) && bytesOf(cat(name)) > 0;
+  const candidates: Candidate[] = [];
+
+  // Activation checkpointing per top-level module.
+  const modules = topLevelModules(ctx);
+  const ckpt: Candidate[] = modules.map((m) => ({
+    id: `checkpoint:${m.label}`,
+    kind: "checkpoint",
+    action: `activation checkpointing of what ${m.label} (forward) calls (torch.utils.checkpoint per call)`,
+    caveat:
+      "recomputes those calls' forward during the backward: about one more forward of them (~+30% step time " +
+      "for a whole model); back-to-back calls told apart by their first line",
+    transforms: [{ op: "recompute", module: m.text }],
+    cost: 3,
+  }));
+  if (modules.length > 1) {
+    ckpt.push({
+      id: "checkpoint:all",
+      kind: "checkpoint",
+      action: `activation checkpointing of every top-level module call (${modules.map((m) => m.label).join(", ")})`,
+      caveat: "recomputes the whole forward during the backward: about one more forward (~+30% step time)",
+      transforms: modules.map((m) => ({ op: "recompute", module: m.text })),
+      cost: 3,
+    });
+  }
+
+  // ZeRO sharding.
+  if (has("optimizer_state") || has("gradients") || has("parameters")) {
+    for (const N of [2, 4, 8]) {
+      const stages: [number, string[], string][] = [
+        [1, ["optimizer_state"], "optimizer state"],
+        [2, ["optimizer_state", "gradients"], "optimizer state and gradients"],
+        [3, ["optimizer_state", "gradients", "parameters"], "optimizer state, gradients and parameters"],
+      ];
+      for (const [stage, cats, what] of stages) {
+        if (!cats.some(has)) continue;
+        candidates.push({
+          id: `zero${stage}x${N}`,
+          kind: "zero",
+          action: `ZeRO-${stage} over ${N} ranks: shard the ${what} (each rank keeps 1/${N})`,
+          caveat:
+            `needs ${N} data-parallel ranks (the same model on ${N} devices) and their communication` +
+            (stage >= 2 ? "; reduce-scatter buckets not counted" : "") +
+            (stage === 3
+              ? "; the full parameters of the layer being computed are gathered on the fly (not counted)"
+              : ""),
+          transforms: cats.map((c) => ({ op: "scale", select: cat(c), factor: 1 / N })),
+          cost: 2 + stage / 10,
+        });
+      }
+    }
+  }
+
+  // Gradients freed earlier.
+  if (has("gradients")) {
+    candidates.push({
+      id: "free-gradients",
+      kind: "free-gradients",
+      action: "free the gradients right after the optimizer step (zero_grad(set_to_none=True), the default)",
+      caveat:
+        "no cost; helps only where gradients outlive the step (between the optimizer step and the next backward)",
+      transforms: [{ op: "free-early", select: cat("gradients") }],
+      cost: 0,
+    });
+  }
+
+  // The optimizer's foreach scratch.
+  const scratch: Selection = { kind: "all", of: [cat("temporary"), { kind: "phase", phase: "optimizer" }] };
+  if (ctx.categoryNames.includes("temporary")) {
+    const m = selectAllocations(ctx, scratch);
+    let largest = 0;
+    let total = 0;
+    for (let k = 0; k < A.length; k++) {
+      if (!m[k]) continue;
+      total += A.sizeBytes[k];
+      largest = Math.max(largest, A.sizeBytes[k]);
+    }
+    if (total > 0) {
+      candidates.push({
+        id: "foreach-off",
+        kind: "foreach",
+        action: "optimizer without the foreach scratch (foreach=False)",
+        caveat:
+          `slower step (a loop over the parameters); the per-parameter path still needs one parameter's scratch ` +
+          `at a time (up to ${formatBytes(largest)} here), which this figure leaves out`,
+        transforms: [{ op: "remove", select: scratch }],
+        cost: 1,
+      });
+    }
+  }
+
+  // Half the batch.
+  const batch: Selection = {
+    kind: "any",
+    of: [
+      cat("activations"),
+      cat("input"),
+      { kind: "all", of: [cat("temporary"), { kind: "phase", phase: "forward" }] },
+      { kind: "all", of: [cat("temporary"), { kind: "phase", phase: "backward" }] },
+    ],
+  };
+  if (bytesOf(batch) > 0) {
+    candidates.push({
+      id: "batch-half",
+      kind: "batch",
+      action: "halve the batch size (gradient accumulation over 2 micro-batches keeps the effective batch)",
+      caveat:
+        "assumes activations, inputs and forward/backward temporaries scale with the batch; twice the steps " +
+        "per batch; changes the optimisation unless you accumulate gradients",
+      transforms: [{ op: "scale", select: batch, factor: 0.5 }],
+      cost: 1.5,
+    });
+  }
+
+  // Mixed precision.
+  if (has("parameters")) {
+    candidates.push({
+      id: "mixed-precision",
+      kind: "mixed-precision",
+      action: "keep the parameters in bf16 instead of fp32",
+      assumption:
+        "the snapshot has no dtypes: assumes the parameters are fp32 now and become bf16 (half the bytes); " +
+        "nothing else changes",
+      caveat:
+        "saves nothing if they are already bf16/fp16; AMP autocast alone keeps fp32 weights; fp32 master " +
+        "copies in the optimizer (the usual recipe) add back what this saves",
+      transforms: [{ op: "scale", select: cat("parameters"), factor: 0.5 }],
+      cost: 2.5,
+    });
+  }
+
+  const oom = oomNeeds(ctx.replay).find((o) => Number.isFinite(o.deviceFreeBytes)) ?? null;
+  const cap = opts.capacity ?? null;
+  const evaluated = (c: Candidate): Suggestion => {
+    const res = evaluate(ctx, c.transforms, { curve: oom !== null && cap !== null });
+    let fits: boolean | null = null;
+    if (cap) {
+      let need = res.peakBytes;
+      if (oom && res.curve) need = Math.max(need, res.curve[oom.eventIndex] + oom.requestBytes);
+      fits = need <= cap.bytes;
+    }
+    return {
+      id: c.id,
+      kind: c.kind,
+      action: c.action,
+      peakBytes: res.peakBytes,
+      peakEvent: res.peakEvent,
+      savedBytes: res.savedBytes,
+      assumption: c.assumption ?? res.assumption,
+      caveat: c.caveat,
+      fits,
+      categoriesAtPeak: res.categoriesAtPeak,
+      transforms: c.transforms,
+      specs: c.transforms.map(transformSpec),
+    };
+  };
+  const keepModules = opts.modules ?? 3;
+  const ckptResults = ckpt
+    .map((c) => ({ c, s: evaluated(c) }))
+    .sort((x, y) => y.s.savedBytes - x.s.savedBytes || x.c.id.localeCompare(y.c.id));
+  const all = ckptResults.find((x) => x.c.id === "checkpoint:all");
+  // Per module: the best few that save something (with one module only, it stays either way).
+  const perModule = ckptResults
+    .filter((x) => x.c.id !== "checkpoint:all" && (!all || x.s.savedBytes > 0))
+    .slice(0, keepModules);
+  const out = [...perModule, ...(all ? [all] : []), ...candidates.map((c) => ({ c, s: evaluated(c) }))];
+  return out
+    .sort((x, y) => y.s.savedBytes - x.s.savedBytes || x.c.cost - y.c.cost || x.c.id.localeCompare(y.c.id))
+    .map((x) => x.s);
+}
