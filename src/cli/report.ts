@@ -3,19 +3,20 @@
 // Exit 0: every check passed or was skipped; 2: a check failed; 1: unreadable input or bad usage.
 // --html also writes one self-contained HTML file (src/report-html) from the same report object.
 
-import { existsSync, readFileSync } from "node:fs";
-import { readFile, writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { attribute } from "../core/attribution/index";
 import { SnapshotReadError } from "../core/formats/errors";
 import type { CountersSidecar, SnapshotModel } from "../core/model/types";
 import { prepareReplays, replayReport, stateAtReport } from "../core/replay/report";
-import { CountersParseError, parseCounters } from "../core/report/counters";
+import { CountersParseError } from "../core/report/counters";
 import { formatBytes, formatMiB } from "../core/report/format";
 import { buildReport, type ReportJson, replayInputs } from "../core/report/index";
 import { renderReportText } from "../core/report/text";
 import { buildReportPictures, renderReportHtml } from "../report-html/index";
 import { readSnapshotFile } from "./read-file";
+import { sidecarFor } from "./sidecar";
 
 export interface ReportIo {
   stdout(s: string): void;
@@ -99,26 +100,6 @@ function parseArgs(args: string[]): Args {
     throw new UsageError("--html writes the whole report; it does not go with --at");
   out.file = files[0];
   return out;
-}
-
-async function readCounters(path: string): Promise<CountersSidecar> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new CountersParseError(
-      code === "ENOENT" ? `${path}: no such file.` : `${path} could not be read: ${(e as Error).message}`,
-    );
-  }
-  return parseCounters(text, path);
-}
-
-/** The sidecar named on the command line, else `FILE.counters.json` beside the file, else none. */
-async function sidecarFor(file: string, explicit: string | null): Promise<CountersSidecar | null> {
-  if (explicit) return readCounters(explicit);
-  const beside = `${file}.counters.json`;
-  return existsSync(beside) ? readCounters(beside) : null;
 }
 
 export async function reportCommand(

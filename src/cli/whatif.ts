@@ -3,11 +3,9 @@
 // SPEC = category:NAME | site:FILE:LINE | frame:TEXT (also ids:…, window:A..B, time:A..B, phase:NAME, with & and |).
 // Exit 0: answered; 1: unreadable input, bad usage, or a selection the file cannot answer.
 
-import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { SnapshotReadError } from "../core/formats/errors";
 import type { CountersSidecar, SnapshotModel } from "../core/model/types";
-import { CountersParseError, parseCounters } from "../core/report/counters";
+import { CountersParseError } from "../core/report/counters";
 import { formatMiB as formatBytes } from "../core/report/format";
 import {
   type Capacity,
@@ -28,6 +26,7 @@ import {
   whatIfContext,
 } from "../core/whatif/index";
 import { readSnapshotFile } from "./read-file";
+import { sidecarFor } from "./sidecar";
 
 export interface WhatIfIo {
   stdout(s: string): void;
@@ -144,26 +143,6 @@ function parseArgs(args: string[]): Args {
     throw new UsageError(files.length === 0 ? "no snapshot file given" : "give one snapshot file");
   out.file = files[0];
   return out;
-}
-
-async function readCounters(path: string): Promise<CountersSidecar> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new CountersParseError(
-      code === "ENOENT" ? `${path}: no such file.` : `${path} could not be read: ${(e as Error).message}`,
-    );
-  }
-  return parseCounters(text, path);
-}
-
-/** The sidecar named on the command line, else `FILE.counters.json` beside the file, else none. */
-async function sidecarFor(file: string, explicit: string | null): Promise<CountersSidecar | null> {
-  if (explicit) return readCounters(explicit);
-  const beside = `${file}.counters.json`;
-  return existsSync(beside) ? readCounters(beside) : null;
 }
 
 export interface WhatIfJson {

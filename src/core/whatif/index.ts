@@ -3,8 +3,9 @@
 
 import { type Attribution, attribute } from "../attribution/index";
 import type { CountersSidecar, SnapshotModel } from "../model/types";
-import { prepareReplays, type ReplayInputs } from "../replay/report";
+import { prepareReplays } from "../replay/report";
 import type { Replay } from "../replay/types";
+import { replayInputs } from "../report";
 import { prepareWhatIf, type WhatIfContext, WhatIfError } from "./engine";
 
 export {
@@ -31,24 +32,6 @@ export {
 } from "./spec";
 export { deviceCapacity, oomNeeds, type SuggestOptions, suggest, topLevelModules } from "./suggest";
 export * from "./types";
-
-/** What the engine needs from the attribution, as replayInputs (report/index.ts) gives it. */
-function inputsOf(a: Attribution): ReplayInputs {
-  return {
-    traceCategory: a.traceCategory,
-    traceSite: a.traceSite,
-    blockCategory: a.blockCategory,
-    blockSite: a.blockSite,
-    blockRule: a.blockRule,
-    traceBeforeCategory: a.traceBeforeCategory,
-    traceBeforeSite: a.traceBeforeSite,
-    traceBeforeRule: a.traceBeforeRule,
-    blockWorkspace: a.blockWorkspace,
-    ruleInferred: Uint8Array.from(a.rules, (r) => (r.inferred ? 1 : 0)),
-    categoryNames: [...a.categoryNames],
-    siteKeys: a.sites.map((s) => s.key),
-  };
-}
 
 /**
  * The device a what-if is about: the one asked for; else the counters' device when it has a trace; else the
@@ -89,7 +72,7 @@ export interface ContextOptions {
 /** Attribution + replay + what-if context for one device of a model. */
 export function whatIfContext(model: SnapshotModel, opts: ContextOptions = {}): WhatIfContext {
   const a = opts.attribution ?? attribute(model);
-  const replays = opts.replays ?? prepareReplays(model, inputsOf(a));
+  const replays = opts.replays ?? prepareReplays(model, replayInputs(a));
   const device = whatIfDevice(replays, opts.counters ?? null, opts.device);
   return prepareWhatIf(model, replays.get(device) as Replay, a);
 }
