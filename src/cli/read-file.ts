@@ -29,6 +29,9 @@ export async function withFileSource<T>(path: string, use: (src: ByteSource) => 
         const { bytesRead } = await handle.read(buf, 0, length, offset);
         return bytesRead === length ? buf : buf.subarray(0, bytesRead);
       },
+      // Lets the reader recycle its slice buffers instead of faulting in fresh memory per slice.
+      readInto: async (offset, target) =>
+        (await handle.read(target, 0, target.length, offset)).bytesRead,
     };
     return await use(src);
   } finally {

@@ -5,6 +5,12 @@ export interface ByteSource {
   readonly name: string;
   readonly sizeBytes: number;
   read(offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * Optional: reads from `offset` into `target` (from its start), resolving with the number of bytes
+   * read. The reader then reuses a few buffers instead of a fresh one per slice: fresh memory costs a
+   * page fault per 4 KiB (≈ 0.3 s of CPU per GB read on a 2-core VM).
+   */
+  readInto?(offset: number, target: Uint8Array): Promise<number>;
 }
 
 export function bytesByteSource(bytes: Uint8Array, name = "bytes"): ByteSource {
@@ -26,31 +32,47 @@ export function blobByteSource(blob: Blob, name: string): ByteSource {
 /**
  * Yields the source's bytes in slices: the first of `chunkBytes`, each next one four times the last, up
  * to `maxChunkBytes` (a small first slice gives a first picture soon). `readAhead` slices are already
- * being read while the caller parses this one.
+ * being read while the caller parses this one. `reuse`: the caller is done with a slice when it asks for
+ * the next one (it keeps no reference to it), so a source with readInto() reads into recycled buffers.
  */
 export async function* readChunks(
   src: ByteSource,
   chunkBytes: number,
   maxChunkBytes = chunkBytes,
   readAhead = 1,
+  reuse = false,
 ): AsyncGenerator<Uint8Array> {
+  const readInto = reuse && src.readInto ? src.readInto.bind(src) : null;
+  const free: Uint8Array[] = [];
   let size = chunkBytes;
   let offset = 0;
-  const queue: Promise<Uint8Array>[] = [];
+  const queue: { bytes: Promise<Uint8Array>; buffer: Uint8Array | null }[] = [];
   const fill = () => {
     while (queue.length <= readAhead && offset < src.sizeBytes) {
       const length = Math.min(size, src.sizeBytes - offset);
-      const p = src.read(offset, length);
+      let buffer: Uint8Array | null = null;
+      let p: Promise<Uint8Array>;
+      if (readInto !== null) {
+        const spare = free.pop();
+        const b = spare !== undefined && spare.length >= length ? spare : new Uint8Array(length);
+        buffer = b;
+        p = readInto(offset, b.subarray(0, length)).then((n) => b.subarray(0, n));
+      } else p = src.read(offset, length);
       p.catch(() => undefined); // an abandoned read-ahead must not be an unhandled rejection
-      queue.push(p);
+      queue.push({ bytes: p, buffer });
       offset += length;
       size = Math.min(maxChunkBytes, size * 4);
     }
   };
   fill();
+  let previous: Uint8Array | null = null;
   while (queue.length > 0) {
-    const current = await (queue.shift() as Promise<Uint8Array>);
+    const next = queue.shift() as { bytes: Promise<Uint8Array>; buffer: Uint8Array | null };
+    const current = await next.bytes;
     if (current.length === 0) return; // the source ended early (a file cut short while open)
+    // the caller came back for more: the slice it had is free
+    if (previous !== null) free.push(previous);
+    previous = next.buffer;
     fill();
     yield current;
   }

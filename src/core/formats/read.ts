@@ -32,6 +32,8 @@ export interface ReadOptions {
   previewBuckets?: number;
   signal?: AbortSignal;
   limits?: Partial<UnpickleLimits>;
+  /** "js": parse trace entries with the JavaScript scanner alone (default: WebAssembly where it runs). */
+  scanner?: "wasm" | "js";
 }
 
 const DEFAULT_CHUNK_BYTES = 16 << 20;
@@ -227,11 +229,12 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
     );
   }
   let format: InputFormat = kind === "gzip" ? "pickle+gzip" : kind;
-  const assembler = new SnapshotAssembler();
+  const assembler = new SnapshotAssembler({ wasm: opts.scanner !== "js" });
   const notes: string[] = [];
   const read = { bytes: 0 };
+  // a plain pickle's slices are fed to the unpickler, which keeps no reference to them: buffers recycle
   const fileChunks = counting(
-    readChunks(src, chunkBytes, opts.maxChunkBytes ?? chunkBytes, opts.readAhead ?? 1),
+    readChunks(src, chunkBytes, opts.maxChunkBytes ?? chunkBytes, opts.readAhead ?? 1, kind === "pickle"),
     read,
   );
   try {

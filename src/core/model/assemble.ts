@@ -18,6 +18,7 @@ import {
   type SnapshotSource,
   type TraceTable,
 } from "./types";
+import { StagedRun, WasmTraceScanner } from "./wasm-scanner";
 
 const KNOWN_TOP_KEYS = new Set([
   "segments",
@@ -31,16 +32,24 @@ const KNOWN_TOP_KEYS = new Set([
 export class SnapshotAssembler implements EntrySink {
   readonly builder = new ModelBuilder();
   /** Trace rows in file order; each device list records which rows it holds. */
-  private readonly staging = new TraceColumns();
+  readonly staging = new TraceColumns();
   private readonly previewRows = new PreviewAccumulator();
   private readonly stackRefs: StackRef[] = [];
   // small, so that the warm-up file grows it (see StackBytesCache)
   private frameScratch = new Int32Array(8);
   private memo = new Memo();
-  /** Parses trace entries straight from the pickle bytes (the unpickler offers it every dict). */
-  readonly scanner = new TraceEntryScanner(this);
+  /**
+   * Parses trace entries straight from the pickle bytes (the unpickler offers it every dict): the
+   * WebAssembly scanner, which hands what it gives up on to the JavaScript one.
+   */
+  readonly scanner: WasmTraceScanner;
   private readonly notes: string[] = [];
   private lostPrecision = false;
+
+  /** `wasm: false` parses trace entries with the JavaScript scanner alone (for comparisons). */
+  constructor(options: { wasm?: boolean } = {}) {
+    this.scanner = new WasmTraceScanner(this, new TraceEntryScanner(this), options.wasm ?? true);
+  }
 
   readonly hooks: UnpickleHooks = {
     onSetItem: (key, value) => (key === "frames" || key === "forward_frames" ? this.toStack(value) : value),
@@ -55,7 +64,8 @@ export class SnapshotAssembler implements EntrySink {
     // A batch of entries the scanner staged goes into the list as its rows.
     appendBatch: (list, items, from) => {
       const n = items.length - from;
-      if (items[from] instanceof StagedEntry) return this.appendStaged(list, items, from);
+      if (items[from] instanceof StagedRun || items[from] instanceof StagedEntry)
+        return this.appendStaged(list, items, from);
       if (list.items.length !== 0 || list.rowCount !== 0 || n === 1000) return false;
       if (this.frameScratch.length < n) this.frameScratch = new Int32Array(n * 2);
       const ids = this.frameScratch;
@@ -74,6 +84,10 @@ export class SnapshotAssembler implements EntrySink {
         list.addRow(item.row);
         return true;
       }
+      if (item instanceof StagedRun) {
+        list.addRows(item.row, item.count);
+        return true;
+      }
       if (!(item instanceof PyDict)) return false;
       if (item.row < 0) {
         if (item.tag >= 0 || (item.k[0] !== "action" && !item.has("action"))) return false;
@@ -87,8 +101,15 @@ export class SnapshotAssembler implements EntrySink {
 
   /** Adds a batch of staged entries to a device list as rows; false when the batch holds anything else. */
   private appendStaged(list: PyList, items: ArrayLike<unknown>, from: number): boolean {
-    for (let i = from; i < items.length; i++) if (!(items[i] instanceof StagedEntry)) return false;
-    for (let i = from; i < items.length; i++) list.addRow((items[i] as StagedEntry).row);
+    for (let i = from; i < items.length; i++) {
+      const item = items[i];
+      if (!(item instanceof StagedEntry) && !(item instanceof StagedRun)) return false;
+    }
+    for (let i = from; i < items.length; i++) {
+      const item = items[i];
+      if (item instanceof StagedRun) list.addRows(item.row, item.count);
+      else list.addRow((item as StagedEntry).row);
+    }
     return true;
   }
 
@@ -370,6 +391,7 @@ export class SnapshotAssembler implements EntrySink {
   }
 
   finish(root: unknown, source: SnapshotSource): SnapshotModel {
+    this.scanner.release();
     const b = this.builder;
     if (root instanceof PyDict) {
       if (!root.has("segments") && !root.has("device_traces")) {

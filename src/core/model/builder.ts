@@ -160,6 +160,19 @@ export class TraceColumns {
     return row;
   }
 
+  /** Appends `count` rows given as columns (all but isWorkspace, which starts 0); returns the first's number. */
+  pushRows(from: Record<string, ArrayLike<number>>, count: number): number {
+    const row = this.length;
+    if (row + count > this.capacity) this.resize(Math.max(4096, row + count, Math.ceil(this.capacity * 1.5)));
+    for (const name of TRACE_COLUMNS) {
+      if (name === "isWorkspace") continue;
+      const src = from[name] as Float64Array | Int32Array | Uint8Array;
+      (this[name] as typeof src).set(src.subarray(0, count) as never, row);
+    }
+    this.length = row + count;
+    return row;
+  }
+
   /** One table per device from the given rows, in the order given: views for runs, copies for lists. */
   gatherAll(rowsByDevice: RowSet[]): TraceTable[] {
     return rowsByDevice.map((rows, device) => {

@@ -83,7 +83,7 @@ const K_DEVICE_FREE = 7;
 const K_COMPILE_CONTEXT = 8;
 const K_USER_METADATA = 9;
 const K_CATEGORY = 10;
-const KEY_IDS = new Map<string, number>([
+export const KEY_IDS = new Map<string, number>([
   ["action", K_ACTION],
   ["addr", K_ADDR],
   ["size", K_SIZE],
@@ -112,6 +112,7 @@ const SLOT_CACHE = 1 << 16;
 
 export class TraceEntryScanner implements DictScanner {
   value: unknown = null;
+  readonly valueCount = 1;
   /** Entries this scanner staged (the rest took the generic path). */
   entries = 0;
 
@@ -163,6 +164,10 @@ export class TraceEntryScanner implements DictScanner {
     this.value = new StagedEntry(row);
     this.entries++;
     return this.p;
+  }
+
+  expand(): null {
+    return null;
   }
 
   /** Parses the entry after its EMPTY_DICT; returns its staged row, or -1. */

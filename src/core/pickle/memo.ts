@@ -1,26 +1,57 @@
 // The unpickler's memo: values stored by MEMOIZE / PUT and fetched by GET. A big snapshot stores
 // millions of them (three per trace entry), so the memo keeps no JS reference per slot: each slot holds
-// an Int32 code in fixed typed-array chunks (outside the garbage-collected heap, never copied as it
-// grows). A code > 0 names a shared value (a str or marker that many slots hold, registered once with
-// code()); a code < 0 names an object kept for that slot alone; 0 is an empty slot.
+// an Int32 code in one typed array (outside the garbage-collected heap). A code > 0 names a shared value
+// (a str or marker that many slots hold, registered once with code()); a code < 0 names an object kept
+// for that slot alone; 0 is an empty slot. The codes may live in a WebAssembly memory (storeCodesIn()), so
+// that the WebAssembly trace scanner reads and writes them where they are.
 
-const SHIFT = 16;
-const CHUNK = 1 << SHIFT;
-const MASK = CHUNK - 1;
+/** Where the codes live when they are not in a plain Int32Array: gives a view with room for `slots`. */
+export type MemoStorage = (
+  codes: Int32Array<ArrayBufferLike>,
+  length: number,
+  slots: number,
+) => Int32Array<ArrayBufferLike>;
 
 export class Memo {
-  private readonly chunks: Int32Array[] = [];
+  /** The codes of slots 0 … length − 1; its length is the capacity. */
+  codes: Int32Array<ArrayBufferLike> = new Int32Array(1024);
+  private storage: MemoStorage | null = null;
   private readonly shared: unknown[] = [];
   private readonly sharedCodes = new Map<unknown, number>();
   private readonly objects: unknown[] = [];
   /** One past the highest slot stored. */
   length = 0;
 
+  /** Moves the codes to `storage` (which copies the first `length` of them). */
+  storeCodesIn(storage: MemoStorage): void {
+    this.storage = storage;
+    this.codes = storage(this.codes, this.length, this.codes.length);
+  }
+
+  /** Makes room for slots up to `slots` − 1. */
+  reserve(slots: number): void {
+    if (slots > this.codes.length) this.grow(slots);
+  }
+
+  private grow(slots: number): void {
+    const want = Math.max(slots, this.codes.length * 2);
+    if (this.storage !== null) this.codes = this.storage(this.codes, this.length, want);
+    else {
+      const grown = new Int32Array(want);
+      grown.set(this.codes.subarray(0, this.length));
+      this.codes = grown;
+    }
+  }
+
   /** The value in `slot`, or undefined when nothing was stored there. */
   get(slot: number): unknown {
-    const chunk = this.chunks[slot >>> SHIFT];
-    if (chunk === undefined) return undefined;
-    const code = chunk[slot & MASK];
+    if (slot >= this.length) return undefined;
+    const code = this.codes[slot];
+    return code > 0 ? this.shared[code - 1] : code < 0 ? this.objects[-code - 1] : undefined;
+  }
+
+  /** The value a code stands for. */
+  valueOf(code: number): unknown {
     return code > 0 ? this.shared[code - 1] : code < 0 ? this.objects[-code - 1] : undefined;
   }
 
@@ -48,8 +79,8 @@ export class Memo {
 
   pushCode(code: number): void {
     const slot = this.length;
-    if ((slot & MASK) === 0 && this.chunks.length === slot >>> SHIFT) this.chunks.push(new Int32Array(CHUNK));
-    this.chunks[slot >>> SHIFT][slot & MASK] = code;
+    if (slot >= this.codes.length) this.grow(slot + 1);
+    this.codes[slot] = code;
     this.length = slot + 1;
   }
 
@@ -68,23 +99,21 @@ export class Memo {
 
   /** Stores a code at any slot; an object the slot held stays referenced (undo may restore it). */
   setCode(slot: number, code: number): void {
-    while (this.chunks.length <= slot >>> SHIFT) this.chunks.push(new Int32Array(CHUNK));
-    this.chunks[slot >>> SHIFT][slot & MASK] = code;
+    if (slot >= this.codes.length) this.grow(slot + 1);
+    this.codes[slot] = code;
     if (slot >= this.length) this.length = slot + 1;
   }
 
   codeAt(slot: number): number {
-    const chunk = this.chunks[slot >>> SHIFT];
-    return chunk === undefined ? 0 : chunk[slot & MASK];
+    return slot < this.length ? this.codes[slot] : 0;
   }
 
   /** Empties every slot from `length` on, releasing what they held alone. */
   truncate(length: number): void {
+    const codes = this.codes;
     for (let slot = length; slot < this.length; slot++) {
-      const chunk = this.chunks[slot >>> SHIFT];
-      if (chunk === undefined) continue;
-      this.release(chunk[slot & MASK]);
-      chunk[slot & MASK] = 0;
+      this.release(codes[slot]);
+      codes[slot] = 0;
     }
     this.length = Math.min(this.length, length);
   }

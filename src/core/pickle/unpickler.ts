@@ -29,12 +29,20 @@ export interface UnpickleHooks {
  * the dict parses it whole, straight from the bytes, sets `value` to what stands for it on the stack,
  * and returns the position after the dict's last opcode. It returns -1 to leave the dict to the generic
  * path (anything unexpected, or the dict runs past `end`), and then it must have left the memo as it was.
+ * `inList`: the dict sits in a MARK whose container is a list; the scanner may then take the dicts that
+ * follow it as well, and `value` stands for `valueCount` items (a run, kept whole only for APPENDS:
+ * before any other opcode the unpickler asks expand() for the items one by one).
  */
 export interface DictScanner {
   value: unknown;
-  scan(buf: Uint8Array, pos: number, end: number, memo: Memo, maxMemoIndex: number): number;
+  valueCount: number;
+  scan(buf: Uint8Array, pos: number, end: number, memo: Memo, maxMemoIndex: number, inList: boolean): number;
+  /** The items a run stands for, or null when `value` is not a run. */
+  expand(value: unknown): unknown[] | null;
   /** Told when a PUT overwrites memo slot `slot`, so that nothing it remembers of the slot goes stale. */
   forget(slot: number): void;
+  /** Told before each run over a buffer: what scan() saw in earlier buffers may have been overwritten. */
+  newBytes?(): void;
 }
 
 export interface UnpickleLimits {
@@ -93,6 +101,8 @@ export class Unpickler {
   readonly memo = new Memo();
   private readonly stack: unknown[] = [];
   private readonly marks: number[] = [];
+  /** Runs (see DictScanner) on the stack, all above the last MARK. */
+  private runs = 0;
 
   /** Unconsumed bytes: pending chunks that together hold the next opcode(s). */
   private pending: Uint8Array[] = [];
@@ -128,7 +138,16 @@ export class Unpickler {
     return this.baseOffset;
   }
 
+  /** Takes the next bytes; keeps no reference to `chunk` once it returns (the caller may reuse it). */
   feed(chunk: Uint8Array): void {
+    this.take(chunk);
+    // what stays pending is copied out of the caller's buffer (usually the few bytes of one opcode)
+    const pending = this.pending;
+    for (let i = 0; i < pending.length; i++)
+      if (pending[i].buffer === chunk.buffer) pending[i] = pending[i].slice();
+  }
+
+  private take(chunk: Uint8Array): void {
     if (this.done) {
       this.trailingBytes += chunk.length;
       return;
@@ -314,6 +333,7 @@ export class Unpickler {
 
   /** Runs opcodes over buf; returns how many bytes were consumed. Sets needBytes when it stops early. */
   private run(buf: Uint8Array): number {
+    this.scanner?.newBytes?.();
     const end = buf.length;
     const stack = this.stack;
     const memo = this.memo;
@@ -323,6 +343,7 @@ export class Unpickler {
     const scanner = this.scanner;
     let pos = 0;
     let ops = 0;
+    let runs = this.runs;
     // Bytes the opcode at pos needs, when it does not fit: one local for every opcode (stored once,
     // below), so that an opcode first met at the end of a slice costs V8 no new type feedback.
     let need = 1;
@@ -337,6 +358,11 @@ export class Unpickler {
       }
       const op = buf[pos];
       ops++;
+      // a run stays whole only until the APPENDS that takes it (more entries and FRAME hints may come first)
+      if (runs !== 0 && op !== 0x65 && op !== 0x7d && op !== 0x95) {
+        this.expandRuns();
+        runs = 0;
+      }
       switch (op) {
         case 0x68: {
           // BINGET
@@ -450,9 +476,11 @@ export class Unpickler {
         }
         case 0x7d: // EMPTY_DICT
           if (scanner !== null) {
-            const next = scanner.scan(buf, pos, end, memo, maxMemo);
+            const m = marks.length > 0 ? marks[marks.length - 1] : 0;
+            const next = scanner.scan(buf, pos, end, memo, maxMemo, m > 0 && stack[m - 1] instanceof PyList);
             if (next >= 0) {
               stack.push(scanner.value);
+              if (scanner.valueCount > 1) runs++;
               pos = next;
               continue;
             }
@@ -496,6 +524,7 @@ export class Unpickler {
           const at = this.popMarkPosition(pos);
           this.appendItems(this.below(at, pos), stack, pos, at);
           stack.length = at;
+          runs = 0;
           pos += 1;
           continue;
         }
@@ -734,6 +763,7 @@ export class Unpickler {
           this.done = true;
           pos += 1;
           this.opcodeCount += ops;
+          this.runs = 0;
           return pos;
         // Text opcodes of protocols 0 and 1: the argument is a line ending in "\n".
         case 0x49: // INT
@@ -774,7 +804,20 @@ export class Unpickler {
     }
     this.needBytes = need;
     this.opcodeCount += ops;
+    this.runs = runs;
     return pos;
+  }
+
+  /** Replaces each run on the stack (all above the last MARK) by the items it stands for. */
+  private expandRuns(): void {
+    const scanner = this.scanner as DictScanner;
+    const stack = this.stack;
+    const tail = stack.splice(this.markTop());
+    for (const v of tail) {
+      const items = scanner.expand(v);
+      if (items === null) stack.push(v);
+      else for (const item of items) stack.push(item);
+    }
   }
 
   private textOp(op: number, buf: Uint8Array, pos: number, nl: number): void {

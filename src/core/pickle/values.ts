@@ -66,6 +66,15 @@ export class PyList {
     else (this.extraRows ??= []).push(row);
   }
 
+  /** addRow() for rows start … start + count − 1. */
+  addRows(start: number, count: number): void {
+    if (this.rowStart < 0) {
+      this.rowStart = start;
+      this.rowCount = count;
+    } else if (start === this.rowStart + this.rowCount && this.extraRows === null) this.rowCount += count;
+    else for (let i = 0; i < count; i++) this.addRow(start + i);
+  }
+
   /** Every consumed row, in order. */
   rows(): number[] {
     const out: number[] = [];

@@ -1,0 +1,406 @@
+// Trace entries through the WebAssembly scanner (../wasm/assembly/trace-scan.ts): at an EMPTY_DICT that
+// starts a trace entry inside a list, it parses the entries that follow one another, straight from the
+// bytes into rows, without a call into JavaScript per entry; its speed does not depend on the JIT having
+// warmed up. An entry it gives up on goes to the JavaScript scanner (trace-scanner.ts), and from there to
+// the generic unpickler, so all three paths give the same rows. The memo's codes live in the module's
+// memory (Memo.storeCodesIn), where both sides read and write them; the bytes are copied in a window at a
+// time. Where WebAssembly cannot be compiled (a page whose policy forbids it), the JavaScript scanner
+// does all of it.
+
+import type { Memo } from "../pickle/memo";
+import { type DictScanner, decodeUtf8 } from "../pickle/unpickler";
+import { PyDict, PyList } from "../pickle/values";
+import { TRACE_SCAN_WASM_BASE64 } from "../wasm/trace-scan.wasm";
+import type { TraceColumns } from "./builder";
+import {
+  CONSUMED,
+  type EntrySink,
+  KEY_IDS,
+  StackRef,
+  StagedEntry,
+  type TraceEntryScanner,
+} from "./trace-scanner";
+
+/** A run of consecutive staged rows standing for as many entries on the unpickling stack. */
+export class StagedRun {
+  constructor(
+    readonly row: number,
+    readonly count: number,
+  ) {}
+}
+
+/** What the scanner needs beyond EntrySink: the staging columns its rows are appended to. */
+export interface RowSink extends EntrySink {
+  readonly staging: TraceColumns;
+}
+
+// What a memo code stands for (as the module's I_*)
+const I_OTHER = 1;
+const I_STR = 2;
+const I_STACK = 3;
+const I_FRAME = 4;
+const I_DICT = 5;
+// scan() results (the third, S_BAIL = 1: an entry given up on)
+const S_ROWS_FULL = 2;
+
+/** A window is moved on when fewer bytes than this are left in it (an entry is far shorter). */
+const MIN_ROOM = 64 << 10;
+const PAGE = 65536;
+
+/** The row columns in the module's order (its rowAddress()). */
+const ROW_COLUMNS = [
+  ["action", Uint8Array],
+  ["addr", Float64Array],
+  ["sizeBytes", Float64Array],
+  ["streamRaw", Float64Array],
+  ["stream", Int32Array],
+  ["timeUs", Float64Array],
+  ["stack", Int32Array],
+  ["deviceFreeBytes", Float64Array],
+  ["compileContext", Int32Array],
+  ["userMetadata", Int32Array],
+  ["category", Int32Array],
+] as const;
+
+export type RowColumnName = (typeof ROW_COLUMNS)[number][0];
+export type RowViews = Record<RowColumnName, Uint8Array | Float64Array | Int32Array>;
+
+interface Exports {
+  memory: WebAssembly.Memory;
+  init(): number;
+  inputAddress(): number;
+  infoAddress(): number;
+  auxAddress(): number;
+  infoCapacity(): number;
+  rowAddress(column: number): number;
+  position(): number;
+  rows(): number;
+  memoLength(): number;
+  clearCache(): void;
+  reset(): void;
+  scan(pos: number, end: number, memoLen: number, maxMemo: number, maxRows: number, consumed: number): number;
+  WINDOW_BYTES: WebAssembly.Global;
+  MAX_ROWS: WebAssembly.Global;
+}
+
+let compiled: WebAssembly.Module | null | undefined;
+
+/** An instance and the scanner it works for now (its imports call that scanner). */
+interface Slot {
+  x: Exports;
+  owner: WasmTraceScanner | null;
+  /** One past the highest info index written (cleared before the next file). */
+  infoUsed: number;
+  /** The most memo slots a file used (cleared before the next file). */
+  memoUsed: number;
+}
+
+/**
+ * A finished read's instance, kept for the next (one per thread): making one costs more than a small
+ * read (its memory is new, and its first use faults every page in), and the warm-up reads dozens.
+ */
+let spare: Slot | null = null;
+/** An instance whose memory grew past this (a huge file's memo) is not kept. */
+const MAX_SPARE_BYTES = 512 << 20;
+
+/** The compiled module, or null where WebAssembly is unavailable or forbidden. */
+function traceScanModule(): WebAssembly.Module | null {
+  if (compiled === undefined) {
+    try {
+      const text = atob(TRACE_SCAN_WASM_BASE64);
+      const bytes = new Uint8Array(text.length);
+      for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+      compiled = new WebAssembly.Module(bytes);
+    } catch {
+      compiled = null;
+    }
+  }
+  return compiled;
+}
+
+/** Whether reads here go through the WebAssembly scanner. */
+export function wasmScannerAvailable(): boolean {
+  return traceScanModule() !== null;
+}
+
+export class WasmTraceScanner implements DictScanner {
+  value: unknown = null;
+  valueCount = 1;
+  /** Entries the WebAssembly scanner staged. */
+  wasmEntries = 0;
+
+  private readonly x: Exports | null = null;
+  private readonly slot: Slot | null = null;
+  private memo: Memo | null = null;
+  private consumedCode = 0;
+  private u8 = new Uint8Array(0);
+  private i32 = new Int32Array(0);
+  private info = new Int32Array(0);
+  private aux = new Int32Array(0);
+  private rowViews: RowViews | null = null;
+  private memoBase = 0;
+  private inputBase = 0;
+  private windowBytes = 0;
+  private maxRows = 0;
+  private infoCap = 0;
+  // the window: buf[winStart .. winEnd) is at inputBase
+  private winBuf: Uint8Array | null = null;
+  private winStart = 0;
+  private winEnd = 0;
+
+  constructor(
+    private readonly sink: RowSink,
+    /** Takes the entries this scanner gives up on. */
+    readonly fallback: TraceEntryScanner,
+    useWasm = true,
+  ) {
+    const module = useWasm ? traceScanModule() : null;
+    if (module === null) return;
+    let slot = spare;
+    spare = null;
+    if (slot !== null) {
+      slot.x.reset();
+      new Int32Array(slot.x.memory.buffer, slot.x.infoAddress(), slot.infoUsed).fill(0);
+      new Int32Array(slot.x.memory.buffer, slot.x.auxAddress(), slot.infoUsed).fill(0);
+      slot.infoUsed = 0;
+      new Int32Array(slot.x.memory.buffer, slot.x.init(), slot.memoUsed).fill(0);
+      slot.memoUsed = 0;
+    } else {
+      const s: Slot = { x: null as unknown as Exports, owner: null, infoUsed: 0, memoUsed: 0 };
+      const instance = new WebAssembly.Instance(module, { "trace-scan": hostImports(s) });
+      s.x = instance.exports as unknown as Exports;
+      s.x.init();
+      slot = s;
+    }
+    slot.owner = this;
+    const x = slot.x;
+    this.slot = slot;
+    this.memoBase = x.init();
+    this.inputBase = x.inputAddress();
+    this.windowBytes = x.WINDOW_BYTES.value;
+    this.maxRows = x.MAX_ROWS.value;
+    this.infoCap = x.infoCapacity();
+    this.x = x;
+    this.growTo(this.memoBase + 4 * (1 << 16));
+  }
+
+  /** The read is over: the instance may serve the next one. */
+  release(): void {
+    const slot = this.slot;
+    if (slot === null || slot.owner !== this) return;
+    slot.owner = null;
+    slot.memoUsed = Math.max(slot.memoUsed, this.memo?.length ?? 0);
+    if (slot.x.memory.buffer.byteLength <= MAX_SPARE_BYTES) spare = slot;
+  }
+
+  /** Whether the WebAssembly scanner is in use. */
+  get wasm(): boolean {
+    return this.x !== null;
+  }
+
+  /** Entries staged by either scanner. */
+  get entries(): number {
+    return this.wasmEntries + this.fallback.entries;
+  }
+
+  scan(buf: Uint8Array, pos: number, end: number, memo: Memo, maxMemoIndex: number, inList: boolean): number {
+    const x = this.x;
+    if (x === null) return this.scanJs(buf, pos, end, memo, maxMemoIndex);
+    if (memo !== this.memo) this.attach(memo);
+    const limit = inList ? Number.MAX_SAFE_INTEGER : 1;
+    let at = pos;
+    let total = 0;
+    let firstRow = -1;
+    for (;;) {
+      if (buf !== this.winBuf || at < this.winStart || (this.winEnd < end && this.winEnd - at < MIN_ROOM))
+        this.window(buf, at, end);
+      memo.reserve(memo.length + (this.winEnd - at) + 16);
+      const status = x.scan(
+        at - this.winStart,
+        this.winEnd - this.winStart,
+        memo.length,
+        maxMemoIndex,
+        Math.min(this.maxRows, limit - total),
+        this.consumedCode,
+      );
+      memo.length = x.memoLength();
+      const n = x.rows();
+      if (n > 0) {
+        const row = this.sink.staging.pushRows(this.rowViews as RowViews, n);
+        if (firstRow < 0) firstRow = row;
+        total += n;
+      }
+      at = this.winStart + x.position();
+      if (status === S_ROWS_FULL) {
+        if (total < limit) continue;
+        break;
+      }
+      // stopped near the window's end (not the bytes'): the rest may fit in the next window
+      if (this.winEnd < end && this.winEnd - at < MIN_ROOM) continue;
+      break;
+    }
+    if (total === 0) return this.scanJs(buf, pos, end, memo, maxMemoIndex);
+    this.wasmEntries += total;
+    this.valueCount = total;
+    this.value = total === 1 ? new StagedEntry(firstRow) : new StagedRun(firstRow, total);
+    return at;
+  }
+
+  private scanJs(buf: Uint8Array, pos: number, end: number, memo: Memo, maxMemoIndex: number): number {
+    const next = this.fallback.scan(buf, pos, end, memo, maxMemoIndex);
+    this.value = this.fallback.value;
+    this.valueCount = 1;
+    return next;
+  }
+
+  expand(value: unknown): unknown[] | null {
+    if (!(value instanceof StagedRun)) return null;
+    const out: unknown[] = [];
+    for (let i = 0; i < value.count; i++) out.push(new StagedEntry(value.row + i));
+    return out;
+  }
+
+  newBytes(): void {
+    this.winBuf = null;
+  }
+
+  forget(slot: number): void {
+    this.x?.clearCache();
+    this.fallback.forget(slot);
+  }
+
+  /** Moves the memo's codes into the module's memory. */
+  private attach(memo: Memo): void {
+    this.memo = memo;
+    this.consumedCode = memo.code(CONSUMED);
+    memo.storeCodesIn((codes, length, slots) => {
+      const x = this.x as Exports;
+      const inPlace = codes.buffer === x.memory.buffer;
+      this.growTo(this.memoBase + 4 * slots);
+      const view = new Int32Array(
+        x.memory.buffer,
+        this.memoBase,
+        (x.memory.buffer.byteLength - this.memoBase) >> 2,
+      );
+      if (!inPlace) view.set(codes.subarray(0, length));
+      return view;
+    });
+  }
+
+  /** Grows the memory to at least `bytes` (and remakes the views of it). */
+  private growTo(bytes: number): void {
+    const x = this.x as Exports;
+    const have = x.memory.buffer.byteLength;
+    if (bytes > have) x.memory.grow(Math.ceil((Math.max(bytes, have + (have >> 2)) - have) / PAGE));
+    if (this.u8.buffer === x.memory.buffer) return;
+    const buffer = x.memory.buffer;
+    this.u8 = new Uint8Array(buffer);
+    this.i32 = new Int32Array(buffer);
+    this.info = new Int32Array(buffer, x.infoAddress(), this.infoCap);
+    this.aux = new Int32Array(buffer, x.auxAddress(), this.infoCap);
+    const views = {} as Record<string, Uint8Array | Float64Array | Int32Array>;
+    ROW_COLUMNS.forEach(([name, Type], i) => {
+      views[name] = new Type(buffer, x.rowAddress(i), this.maxRows);
+    });
+    this.rowViews = views as RowViews;
+  }
+
+  /** Copies buf[at .. at + window) into the module's input. */
+  private window(buf: Uint8Array, at: number, end: number): void {
+    const stop = Math.min(end, at + this.windowBytes);
+    this.u8.set(buf.subarray(at, stop), this.inputBase);
+    this.winBuf = buf;
+    this.winStart = at;
+    this.winEnd = stop;
+  }
+
+  private str(code: number): string {
+    return (this.memo as Memo).valueOf(code) as string;
+  }
+
+  private index(code: number): number {
+    return code > 0 ? code * 2 : -code * 2 + 1;
+  }
+
+  /** Records that info index `i` was written (so that reset clears it). */
+  private wrote(i: number): void {
+    const slot = this.slot as Slot;
+    if (i >= slot.infoUsed) slot.infoUsed = i + 1;
+  }
+
+  /** The module's calls into JavaScript (see its `declare function`s). */
+  readonly host = {
+    classify: (code: number): number => {
+      const v = (this.memo as Memo).valueOf(code);
+      let info: number;
+      if (typeof v === "string") info = I_STR | ((KEY_IDS.get(v) ?? 0) << 3) | (v === "" ? 0x80 : 0);
+      else if (v instanceof StackRef) info = I_STACK | (v.id << 3);
+      else if (v instanceof PyList && v.tag >= 0) info = I_STACK | (v.tag << 3);
+      else if (v instanceof PyDict && v.tag >= 0) info = I_FRAME | (v.tag << 3);
+      // a list or dict may still be taken as a stack or frame: asked again each time
+      else if (v instanceof PyList) return I_OTHER;
+      else if (v instanceof PyDict) return I_DICT;
+      else info = I_OTHER;
+      const i = this.index(code);
+      if (i < this.infoCap) {
+        this.info[i] = info;
+        this.wrote(i);
+      }
+      return info;
+    },
+    frameOf: (code: number): number => {
+      const id = this.sink.frameIdOf((this.memo as Memo).valueOf(code) as PyDict);
+      const i = this.index(code);
+      if (id >= 0 && i < this.infoCap) {
+        this.info[i] = I_FRAME | (id << 3);
+        this.wrote(i);
+      }
+      return id;
+    },
+    actionOf: (code: number): number => {
+      const id = this.sink.builder.actionId(this.str(code));
+      const i = this.index(code);
+      if (i < this.infoCap && this.info[i] !== 0) this.info[i] = (this.info[i] & 0xff) | ((id + 1) << 8);
+      return id;
+    },
+    internOf: (code: number): number => {
+      const id = this.sink.builder.internString(this.str(code));
+      const i = this.index(code);
+      if (i < this.infoCap) {
+        this.aux[i] = id + 1;
+        this.wrote(i);
+      }
+      return id;
+    },
+    numString: (num: number, isBool: number): number =>
+      this.sink.builder.internString(isBool ? (num === 1 ? "true" : "false") : JSON.stringify(num)),
+    emptyAction: (): number => this.sink.builder.actionId(""),
+    newString: (ptr: number, len: number): number => (this.memo as Memo).code(decodeUtf8(this.u8, ptr, len)),
+    internStack: (ptr: number, n: number): number =>
+      this.sink.builder.internStack(this.i32.subarray(ptr >> 2, (ptr >> 2) + n), n),
+    stackCodeOf: (stack: number): number => (this.memo as Memo).code(this.sink.stackRef(stack)),
+    streamNumber: (raw: number): number => this.sink.builder.streamNumber(raw),
+  };
+}
+
+/** Imports that call whichever scanner holds the slot now. */
+function hostImports(slot: Slot): Record<string, (...args: number[]) => number> {
+  const out: Record<string, (...args: number[]) => number> = {};
+  for (const name of Object.keys(HOST_NAMES))
+    out[name] = (a = 0, b = 0) =>
+      (slot.owner as WasmTraceScanner).host[name as keyof WasmTraceScanner["host"]](a, b);
+  return out;
+}
+
+const HOST_NAMES = {
+  classify: 1,
+  frameOf: 1,
+  actionOf: 1,
+  internOf: 1,
+  numString: 1,
+  emptyAction: 1,
+  newString: 1,
+  internStack: 1,
+  stackCodeOf: 1,
+  streamNumber: 1,
+};

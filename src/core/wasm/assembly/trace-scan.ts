@@ -1,0 +1,887 @@
+// @ts-nocheck: AssemblyScript, not TypeScript. `node scripts/build-wasm.mjs` compiles it to
+// ../trace-scan.wasm.ts (committed); tsc and the app never load this file.
+//
+// The trace-entry scanner of src/core/model/trace-scanner.ts, in WebAssembly: it parses a run of trace
+// entries straight from the pickle bytes into rows, with no call into JavaScript per entry, so its speed
+// does not depend on the JIT having warmed up. It handles the shape nearly every entry has (scalars,
+// strs, a frames list of memo references to known frame dicts, or a memo reference to a frames list);
+// anything else (a frame dict written out in full, a memo slot overwritten, the bytes ending mid-entry)
+// stops the run at that entry with the memo as it was, and JavaScript takes it (wasm-scanner.ts).
+//
+// The memo is shared with JavaScript: its Int32 codes (see src/core/pickle/memo.ts) live in this
+// module's memory. What a code stands for (a str and which trace key it is, a stack, a frame) is asked
+// of JavaScript once (classify) and kept in INFO, indexed by code; the str behind new bytes is asked
+// once per distinct bytes (newString) and kept in a hash table.
+
+// Host functions (wasm-scanner.ts)
+declare function classify(code: i32): i32;
+declare function frameOf(code: i32): i32;
+declare function actionOf(code: i32): i32;
+declare function internOf(code: i32): i32;
+declare function numString(num: f64, isBool: i32): i32;
+declare function emptyAction(): i32;
+declare function newString(ptr: i32, len: i32): i32;
+declare function internStack(ptr: i32, n: i32): i32;
+declare function stackCodeOf(stack: i32): i32;
+declare function streamNumber(raw: f64): i32;
+
+// Opcodes
+const MARK: i32 = 0x28;
+const EMPTY_DICT: i32 = 0x7d;
+const EMPTY_LIST: i32 = 0x5d;
+const MEMOIZE: i32 = 0x94;
+const BINPUT: i32 = 0x71;
+const LONG_BINPUT: i32 = 0x72;
+const BINGET: i32 = 0x68;
+const LONG_BINGET: i32 = 0x6a;
+const SETITEMS: i32 = 0x75;
+const APPENDS: i32 = 0x65;
+const APPEND: i32 = 0x61;
+const BININT1: i32 = 0x4b;
+const BININT2: i32 = 0x4d;
+const BININT: i32 = 0x4a;
+const LONG1: i32 = 0x8a;
+const BINFLOAT: i32 = 0x47;
+const NONE: i32 = 0x4e;
+const NEWTRUE: i32 = 0x88;
+const NEWFALSE: i32 = 0x89;
+const SHORT_BINUNICODE: i32 = 0x8c;
+const BINUNICODE: i32 = 0x58;
+const FRAME: i32 = 0x95;
+
+// Trace entry keys (as trace-scanner.ts)
+const K_ACTION: i32 = 1;
+const K_ADDR: i32 = 2;
+const K_SIZE: i32 = 3;
+const K_STREAM: i32 = 4;
+const K_TIME: i32 = 5;
+const K_FRAMES: i32 = 6;
+const K_DEVICE_FREE: i32 = 7;
+const K_COMPILE_CONTEXT: i32 = 8;
+const K_USER_METADATA: i32 = 9;
+const K_CATEGORY: i32 = 10;
+
+// What a memo code stands for (INFO, low 3 bits; the rest as noted)
+export const I_OTHER: i32 = 1;
+/** A str: bits 3–6 its key id, bit 7 set when empty, bits 8–15 its action id + 1 (0: not asked yet). */
+export const I_STR: i32 = 2;
+/** A frames list: bits 3– its stack id. */
+export const I_STACK: i32 = 3;
+/** A frame dict: bits 3– its frame id. */
+export const I_FRAME: i32 = 4;
+/** A dict not (yet) taken as a frame: frameOf() says. */
+export const I_DICT: i32 = 5;
+
+// Value kinds
+const V_NUM: i32 = 1;
+const V_STR: i32 = 2;
+const V_NONE: i32 = 3;
+const V_BOOL: i32 = 4;
+const V_STACK: i32 = 5;
+
+// scan() results
+export const S_NOT_ENTRY: i32 = 0;
+export const S_BAIL: i32 = 1;
+export const S_ROWS_FULL: i32 = 2;
+
+const NO_STRING: i32 = -1;
+const EMPTY_STACK: i32 = 0;
+
+// Sizes. Untouched memory costs nothing (the pages are never faulted in), so the tables are generous.
+export const WINDOW_BYTES: i32 = 1 << 20;
+export const MAX_ROWS: i32 = 8192;
+const INFO_CAP: i32 = 1 << 22;
+const STR_BUCKETS: i32 = 1 << 14;
+const STR_CAP: i32 = 1 << 16;
+const STR_MAX_BYTES: i32 = 256;
+const STR_POOL_BYTES: i32 = 1 << 22;
+const STACK_CODE_CAP: i32 = 1 << 20;
+const CACHE_BUCKETS: i32 = 1 << 16;
+const CACHE_CAP: i32 = 1 << 20;
+const CACHE_POOL_BYTES: i32 = 64 << 20;
+/** As stack-bytes-cache.ts: lists outside these sizes are parsed each time. */
+const MIN_LIST_BYTES: i32 = 12;
+const MAX_LIST_BYTES: i32 = 4096;
+const FRAMES_CAP: i32 = 1 << 20;
+
+// Regions (byte addresses, set by init())
+let IN: i32 = 0;
+let R_ACTION: i32 = 0;
+let R_ADDR: i32 = 0;
+let R_SIZE: i32 = 0;
+let R_STREAM_RAW: i32 = 0;
+let R_STREAM: i32 = 0;
+let R_TIME: i32 = 0;
+let R_STACK: i32 = 0;
+let R_DEVICE_FREE: i32 = 0;
+let R_COMPILE_CONTEXT: i32 = 0;
+let R_USER_METADATA: i32 = 0;
+let R_CATEGORY: i32 = 0;
+let INFO: i32 = 0;
+let AUX: i32 = 0;
+let STR_HEADS: i32 = 0;
+let STR_ENTRIES: i32 = 0;
+let STR_POOL: i32 = 0;
+let STACK_CODES: i32 = 0;
+let CACHE_HEADS: i32 = 0;
+let CACHE_ENTRIES: i32 = 0;
+let CACHE_POOL: i32 = 0;
+let FRAMES: i32 = 0;
+let MEMO: i32 = 0;
+
+// State
+let P: i32 = 0;
+let END: i32 = 0;
+let MEMO_LEN: i32 = 0;
+let MAX_MEMO: u32 = 0;
+let strCount: i32 = 0;
+let lastStrPtr: i32 = 0;
+let lastStrLen: i32 = -1;
+let lastStrCode: i32 = 0;
+let strPoolUsed: i32 = 0;
+let cacheCount: i32 = 0;
+let stackCodesUsed: i32 = 0;
+let cachePoolUsed: i32 = 0;
+let matched: i32 = 0;
+let lastStreamRaw: f64 = NaN;
+let lastStream: i32 = 0;
+// the value readValue() found
+let vNum: f64 = 0;
+let vCode: i32 = 0;
+let vStack: i32 = 0;
+
+function region(at: i32, bytes: i32): i32 {
+  return (at + bytes + 15) & ~15;
+}
+
+/** Lays out the regions; returns the byte address of the memo (the last region: it grows). */
+export function init(): i32 {
+  let at = (<i32>__heap_base + 65535) & ~65535;
+  IN = at;
+  at = region(at, WINDOW_BYTES + 64);
+  R_ACTION = at;
+  at = region(at, MAX_ROWS);
+  R_ADDR = at;
+  at = region(at, MAX_ROWS * 8);
+  R_SIZE = at;
+  at = region(at, MAX_ROWS * 8);
+  R_STREAM_RAW = at;
+  at = region(at, MAX_ROWS * 8);
+  R_STREAM = at;
+  at = region(at, MAX_ROWS * 4);
+  R_TIME = at;
+  at = region(at, MAX_ROWS * 8);
+  R_STACK = at;
+  at = region(at, MAX_ROWS * 4);
+  R_DEVICE_FREE = at;
+  at = region(at, MAX_ROWS * 8);
+  R_COMPILE_CONTEXT = at;
+  at = region(at, MAX_ROWS * 4);
+  R_USER_METADATA = at;
+  at = region(at, MAX_ROWS * 4);
+  R_CATEGORY = at;
+  at = region(at, MAX_ROWS * 4);
+  INFO = at;
+  at = region(at, INFO_CAP * 4);
+  AUX = at;
+  at = region(at, INFO_CAP * 4);
+  STR_HEADS = at;
+  at = region(at, STR_BUCKETS * 4);
+  STR_ENTRIES = at;
+  at = region(at, STR_CAP * 16);
+  STR_POOL = at;
+  at = region(at, STR_POOL_BYTES);
+  STACK_CODES = at;
+  at = region(at, STACK_CODE_CAP * 4);
+  CACHE_HEADS = at;
+  at = region(at, CACHE_BUCKETS * 4);
+  CACHE_ENTRIES = at;
+  at = region(at, CACHE_CAP * 16);
+  CACHE_POOL = at;
+  at = region(at, CACHE_POOL_BYTES);
+  FRAMES = at;
+  at = region(at, FRAMES_CAP * 4);
+  MEMO = (at + 65535) & ~65535;
+  return MEMO;
+}
+
+export function inputAddress(): i32 {
+  return IN;
+}
+export function infoAddress(): i32 {
+  return INFO;
+}
+export function auxAddress(): i32 {
+  return AUX;
+}
+export function infoCapacity(): i32 {
+  return INFO_CAP;
+}
+/** Row column addresses, in the order of wasm-scanner.ts's ROW_COLUMNS. */
+export function rowAddress(column: i32): i32 {
+  switch (column) {
+    case 0:
+      return R_ACTION;
+    case 1:
+      return R_ADDR;
+    case 2:
+      return R_SIZE;
+    case 3:
+      return R_STREAM_RAW;
+    case 4:
+      return R_STREAM;
+    case 5:
+      return R_TIME;
+    case 6:
+      return R_STACK;
+    case 7:
+      return R_DEVICE_FREE;
+    case 8:
+      return R_COMPILE_CONTEXT;
+    case 9:
+      return R_USER_METADATA;
+    default:
+      return R_CATEGORY;
+  }
+}
+
+// Results of the last scan()
+let outPos: i32 = 0;
+let outRows: i32 = 0;
+export function position(): i32 {
+  return outPos;
+}
+export function rows(): i32 {
+  return outRows;
+}
+export function memoLength(): i32 {
+  return MEMO_LEN;
+}
+
+/** Makes the module ready for another file (its memory is reused: the pages are already there). */
+export function reset(): void {
+  memory.fill(STR_HEADS, 0, STR_BUCKETS * 4);
+  strCount = 0;
+  strPoolUsed = 0;
+  lastStrLen = -1;
+  memory.fill(STACK_CODES, 0, stackCodesUsed * 4);
+  stackCodesUsed = 0;
+  lastStreamRaw = NaN;
+  clearCache();
+}
+
+/** Forgets every cached frames list (a memo slot was overwritten: cached bytes may mean other frames). */
+export function clearCache(): void {
+  memory.fill(CACHE_HEADS, 0, CACHE_BUCKETS * 4);
+  cacheCount = 0;
+  cachePoolUsed = 0;
+}
+
+/**
+ * Parses the trace entries that follow one another from IN + pos (an EMPTY_DICT), at most maxRows, into
+ * the row columns; IN + end is where the bytes stop. Returns why it stopped (S_*); position() is where
+ * (an entry's EMPTY_DICT when it was S_BAIL), rows() how many rows it wrote, memoLength() the memo's new
+ * length. The memo has room for memoLen + (end - pos) slots.
+ */
+export function scan(pos: i32, end: i32, memoLen: i32, maxMemo: i32, maxRows: i32, consumedCode: i32): i32 {
+  P = pos;
+  END = end;
+  MEMO_LEN = memoLen;
+  MAX_MEMO = <u32>maxMemo;
+  let n = 0;
+  let status = S_NOT_ENTRY;
+  for (;;) {
+    const q = P;
+    if (q >= END || <i32>load<u8>(IN + q) !== EMPTY_DICT || !isEntryStart(q)) break;
+    if (n >= maxRows) {
+      status = S_ROWS_FULL;
+      break;
+    }
+    const memoStart = MEMO_LEN;
+    if (!entry(q, n, consumedCode)) {
+      if (MEMO_LEN > memoStart) memory.fill(MEMO + (memoStart << 2), 0, (MEMO_LEN - memoStart) << 2);
+      MEMO_LEN = memoStart;
+      P = q;
+      status = S_BAIL;
+      break;
+    }
+    n++;
+    // FRAME hints between entries
+    while (P + 9 <= END && <i32>load<u8>(IN + P) === FRAME) P += 9;
+  }
+  outPos = P;
+  outRows = n;
+  return status;
+}
+
+function u32at(q: i32): i32 {
+  return load<i32>(IN + q);
+}
+
+function memoCode(slot: u32): i32 {
+  return slot < <u32>MEMO_LEN ? load<i32>(MEMO + ((<i32>slot) << 2)) : 0;
+}
+
+function info(code: i32): i32 {
+  // shared codes (strs, stacks: nearly all asked) first
+  if (code > 0 && code < INFO_CAP >> 1) {
+    const v = load<i32>(INFO + (code << 3));
+    if (v !== 0) return v;
+  }
+  return infoSlow(code);
+}
+
+function infoSlow(code: i32): i32 {
+  if (code === 0) return I_OTHER;
+  const idx = code > 0 ? code << 1 : (-code << 1) | 1;
+  if (<u32>idx < <u32>INFO_CAP) {
+    const v = load<i32>(INFO + (idx << 2));
+    if (v !== 0) return v;
+  }
+  return classify(code);
+}
+
+function infoIndex(code: i32): i32 {
+  return code > 0 ? code << 1 : (-code << 1) | 1;
+}
+
+/** EMPTY_DICT, an optional memo op, MARK, then the key "action" (from the memo or the bytes)? */
+function isEntryStart(pos: i32): bool {
+  let q = pos + 1;
+  if (q + 8 > END) return false;
+  const m = <i32>load<u8>(IN + q);
+  q += m === MEMOIZE ? 1 : m === BINPUT ? 2 : m === LONG_BINPUT ? 5 : 0;
+  if (<i32>load<u8>(IN + q) !== MARK) return false;
+  q++;
+  while (q < END && <i32>load<u8>(IN + q) === FRAME) q += 9;
+  if (q + 8 > END) return false;
+  const op = <i32>load<u8>(IN + q);
+  if (op === BINGET || op === LONG_BINGET) {
+    const v = info(memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1)));
+    return (v & 7) === I_STR && ((v >>> 3) & 15) === K_ACTION;
+  }
+  return (
+    op === SHORT_BINUNICODE &&
+    load<u8>(IN + q + 1) === 6 &&
+    load<u8>(IN + q + 2) === 0x61 &&
+    load<u8>(IN + q + 3) === 0x63 &&
+    load<u8>(IN + q + 4) === 0x74 &&
+    load<u8>(IN + q + 5) === 0x69 &&
+    load<u8>(IN + q + 6) === 0x6f &&
+    load<u8>(IN + q + 7) === 0x6e
+  );
+}
+
+/** The opcode at P after any FRAME hints, or -1 at the end. */
+function nextOp(): i32 {
+  let q = P;
+  while (q < END && <i32>load<u8>(IN + q) === FRAME) {
+    if (q + 9 > END) return -1;
+    q += 9;
+  }
+  P = q;
+  return q < END ? <i32>load<u8>(IN + q) : -1;
+}
+
+/**
+ * Stores `code` as the memo op at P says. Returns the slot, -1 when there is no memo op, -2 to give the
+ * entry up (out of bytes, a slot past the limit, or a slot other than the next one: JavaScript judges).
+ */
+function storeMemo(code: i32): i32 {
+  const q = P;
+  if (q >= END) return -2;
+  const op = <i32>load<u8>(IN + q);
+  let slot: i32;
+  if (op === MEMOIZE) {
+    slot = MEMO_LEN;
+    P = q + 1;
+  } else if (op === BINPUT) {
+    if (q + 2 > END) return -2;
+    slot = <i32>load<u8>(IN + q + 1);
+    P = q + 2;
+  } else if (op === LONG_BINPUT) {
+    if (q + 5 > END) return -2;
+    slot = u32at(q + 1);
+    P = q + 5;
+  } else return -1;
+  if (slot !== MEMO_LEN || <u32>slot > MAX_MEMO) return -2;
+  store<i32>(MEMO + (slot << 2), code);
+  MEMO_LEN = slot + 1;
+  return slot;
+}
+
+/** The memo code of the str in bytes IN + at .. + n (asked of JavaScript once per distinct bytes). */
+function stringCode(at: i32, n: i32): i32 {
+  // torch writes per-entry strs (compile_context) as new objects with the same bytes: the last one
+  // usually applies
+  if (n === lastStrLen && sameBytes(IN + at, lastStrPtr, n)) return lastStrCode;
+  if (n > STR_MAX_BYTES) return newString(IN + at, n);
+  let h: u32 = <u32>n;
+  for (let i = 0; i < n; i++) h = (h ^ <u32>load<u8>(IN + at + i)) * 0x01000193;
+  const bucket = STR_HEADS + ((<i32>(h & <u32>(STR_BUCKETS - 1))) << 2);
+  for (let e1 = load<i32>(bucket); e1 !== 0; ) {
+    const e = STR_ENTRIES + ((e1 - 1) << 4);
+    if (load<i32>(e + 4) === n && sameBytes(load<i32>(e), IN + at, n)) {
+      lastStrPtr = load<i32>(e);
+      lastStrLen = n;
+      lastStrCode = load<i32>(e + 8);
+      return lastStrCode;
+    }
+    e1 = load<i32>(e + 12);
+  }
+  const code = newString(IN + at, n);
+  if (strCount < STR_CAP && strPoolUsed + n <= STR_POOL_BYTES) {
+    const ptr = STR_POOL + strPoolUsed;
+    memory.copy(ptr, IN + at, n);
+    strPoolUsed += n;
+    const e = STR_ENTRIES + (strCount << 4);
+    store<i32>(e, ptr);
+    store<i32>(e + 4, n);
+    store<i32>(e + 8, code);
+    store<i32>(e + 12, load<i32>(bucket));
+    strCount++;
+    store<i32>(bucket, strCount);
+    lastStrPtr = ptr;
+    lastStrLen = n;
+    lastStrCode = code;
+  }
+  return code;
+}
+
+/** A str written in the bytes at P (its opcode is op), memoised as its memo op says: its code, or 0. */
+function readNewString(op: i32): i32 {
+  const q = P;
+  let n: i32;
+  let at: i32;
+  if (op === SHORT_BINUNICODE) {
+    if (q + 2 > END) return 0;
+    n = <i32>load<u8>(IN + q + 1);
+    at = q + 2;
+  } else {
+    if (q + 5 > END) return 0;
+    n = u32at(q + 1);
+    at = q + 5;
+    if (n < 0) return 0;
+  }
+  if (n > END - at) return 0;
+  const code = stringCode(at, n);
+  P = at + n;
+  if (storeMemo(code) === -2) return 0;
+  return code;
+}
+
+/** Reads the value at P (a scalar, a str, or when framesKey a frames list): its kind, or 0 to give up. */
+function readValue(framesKey: bool): i32 {
+  const op = nextOp();
+  const q = P;
+  switch (op) {
+    case BININT1:
+      if (q + 2 > END) return 0;
+      vNum = <f64>load<u8>(IN + q + 1);
+      P = q + 2;
+      return V_NUM;
+    case BININT2:
+      if (q + 3 > END) return 0;
+      vNum = <f64>load<u16>(IN + q + 1);
+      P = q + 3;
+      return V_NUM;
+    case BININT:
+      if (q + 5 > END) return 0;
+      vNum = <f64>u32at(q + 1);
+      P = q + 5;
+      return V_NUM;
+    case LONG1: {
+      if (q + 2 > END) return 0;
+      const n = <i32>load<u8>(IN + q + 1);
+      if (n > 8 || q + 2 + n > END) return 0;
+      let v: i64 = 0;
+      for (let i = n - 1; i >= 0; i--) v = (v << 8) | <i64>load<u8>(IN + q + 2 + i);
+      if (n > 0 && n < 8) {
+        const shift = <i64>(64 - 8 * n);
+        v = (v << shift) >> shift; // sign-extend
+      }
+      // beyond 2^53: JavaScript takes the entry (and notes the lost precision)
+      if (v > 9007199254740991 || v < -9007199254740991) return 0;
+      vNum = <f64>v;
+      P = q + 2 + n;
+      return V_NUM;
+    }
+    case BINFLOAT:
+      if (q + 9 > END) return 0;
+      vNum = reinterpret<f64>(bswap<u64>(load<u64>(IN + q + 1)));
+      P = q + 9;
+      return V_NUM;
+    case NONE:
+      P = q + 1;
+      return V_NONE;
+    case NEWTRUE:
+    case NEWFALSE:
+      vNum = op === NEWTRUE ? 1 : 0;
+      P = q + 1;
+      return V_BOOL;
+    case SHORT_BINUNICODE:
+    case BINUNICODE: {
+      const code = readNewString(op);
+      if (code === 0) return 0;
+      vCode = code;
+      return V_STR;
+    }
+    case BINGET:
+    case LONG_BINGET: {
+      const width = op === BINGET ? 2 : 5;
+      if (q + width > END) return 0;
+      const code = memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1));
+      const v = info(code);
+      if ((v & 7) === I_STR) {
+        vCode = code;
+        P = q + width;
+        return V_STR;
+      }
+      if (!framesKey || (v & 7) !== I_STACK) return 0;
+      vStack = v >>> 3;
+      P = q + width;
+      return V_STACK;
+    }
+    case EMPTY_LIST: {
+      if (!framesKey) return 0;
+      const stack = framesList();
+      if (stack < 0) return 0;
+      vStack = stack;
+      return V_STACK;
+    }
+    default:
+      return 0;
+  }
+}
+
+/** A frames list at P (its EMPTY_LIST), memoised: its stack id, or -1 to give up. */
+function framesList(): i32 {
+  P++;
+  const slot = storeMemo(0);
+  if (slot === -2) return -1;
+  let listStart = -1;
+  if (nextOp() === MARK) {
+    // Seen these exact bytes before? Then it is the same stack.
+    listStart = P;
+    const hit = cacheMatch(listStart);
+    if (hit >= 0) {
+      P = listStart + matched;
+      return endList(slot, hit);
+    }
+  }
+  let n = 0;
+  let batches = 0;
+  let batchEnd = -1;
+  for (;;) {
+    const op = nextOp();
+    if (op === MARK) {
+      // a batch: MARK item… APPENDS
+      P++;
+      for (;;) {
+        const item = nextOp();
+        if (item === APPENDS) {
+          P++;
+          break;
+        }
+        const id = readFrame(item);
+        if (id < 0 || n >= FRAMES_CAP) return -1;
+        store<i32>(FRAMES + (n << 2), id);
+        n++;
+      }
+      batches++;
+      batchEnd = P;
+      continue;
+    }
+    // a lone item is followed by APPEND; anything but a frame ends the list (the entry's next key)
+    const id = readFrame(op);
+    if (id === -1) break;
+    if (id < 0 || n >= FRAMES_CAP) return -1;
+    if (nextOp() !== APPEND) return -1;
+    P++;
+    store<i32>(FRAMES + (n << 2), id);
+    n++;
+    batches = 2; // not one plain batch: never cached
+  }
+  const stack = internStack(FRAMES, n);
+  if (batches === 1 && listStart >= 0 && n < 1000) cacheAdd(listStart, batchEnd, stack);
+  return endList(slot, stack);
+}
+
+function endList(slot: i32, stack: i32): i32 {
+  if (slot >= 0) {
+    let code: i32;
+    if (stack < STACK_CODE_CAP) {
+      code = load<i32>(STACK_CODES + (stack << 2));
+      if (code === 0) {
+        code = stackCodeOf(stack);
+        store<i32>(STACK_CODES + (stack << 2), code);
+        if (stack >= stackCodesUsed) stackCodesUsed = stack + 1;
+      }
+    } else code = stackCodeOf(stack);
+    store<i32>(MEMO + (slot << 2), code);
+  }
+  return stack;
+}
+
+/** A frame at P: its frame id; -1 if it is not a frame (the list has ended); -2 to give up. */
+function readFrame(op: i32): i32 {
+  if (op === BINGET || op === LONG_BINGET) {
+    const q = P;
+    const width = op === BINGET ? 2 : 5;
+    if (q + width > END) return -2;
+    const code = memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1));
+    const v = info(code);
+    const kind = v & 7;
+    if (kind === I_FRAME) {
+      P = q + width;
+      return v >>> 3;
+    }
+    if (kind !== I_DICT) return -1;
+    // a dict not yet taken as a frame: JavaScript interns it (or says it is not a frame)
+    const id = frameOf(code);
+    if (id < 0) return -2;
+    P = q + width;
+    return id;
+  }
+  // a frame dict written out in full (EMPTY_DICT): JavaScript builds it
+  return op === EMPTY_DICT || op < 0 ? -2 : -1;
+}
+
+function cacheBucket(start: i32): i32 {
+  const k = (load<u32>(IN + start + 1) ^ (load<u32>(IN + start + 5) * 0x9e3779b1)) * 0x85ebca6b;
+  return <i32>(k >>> 16);
+}
+
+/** The stack of the cached list whose bytes start at IN + start (its MARK), or -1; sets `matched`. */
+function cacheMatch(start: i32): i32 {
+  if (start + 9 > END) return -1;
+  const head = CACHE_HEADS + (cacheBucket(start) << 2);
+  let prev = 0;
+  for (let e1 = load<i32>(head); e1 !== 0; ) {
+    const e = CACHE_ENTRIES + ((e1 - 1) << 4);
+    const next = load<i32>(e + 12);
+    const n = load<i32>(e + 4);
+    if (
+      start + n <= END &&
+      <i32>load<u8>(IN + start + n - 1) === APPENDS &&
+      sameBytes(IN + start, load<i32>(e), n)
+    ) {
+      if (prev !== 0) {
+        // move to the front: the stacks in use now are likely to be met again soon
+        store<i32>(CACHE_ENTRIES + ((prev - 1) << 4) + 12, next);
+        store<i32>(e + 12, load<i32>(head));
+        store<i32>(head, e1);
+      }
+      matched = n;
+      return load<i32>(e + 8);
+    }
+    prev = e1;
+    e1 = next;
+  }
+  return -1;
+}
+
+function sameBytes(a: i32, b: i32, n: i32): bool {
+  let i = 0;
+  for (; i + 8 <= n; i += 8) if (load<u64>(a + i) !== load<u64>(b + i)) return false;
+  for (; i < n; i++) if (load<u8>(a + i) !== load<u8>(b + i)) return false;
+  return true;
+}
+
+/** Remembers IN + start .. stop (MARK … APPENDS) as `stack`, if it is a list of memo references only. */
+function cacheAdd(start: i32, stop: i32, stack: i32): void {
+  const n = stop - start;
+  if (n < MIN_LIST_BYTES || n > MAX_LIST_BYTES) return;
+  if (cacheCount >= CACHE_CAP || cachePoolUsed + n > CACHE_POOL_BYTES) return;
+  if (<i32>load<u8>(IN + start) !== MARK || <i32>load<u8>(IN + stop - 1) !== APPENDS) return;
+  let q = start + 1;
+  while (q < stop - 1) {
+    const op = <i32>load<u8>(IN + q);
+    if (op === BINGET) q += 2;
+    else if (op === LONG_BINGET) q += 5;
+    else return;
+  }
+  if (q !== stop - 1) return;
+  const ptr = CACHE_POOL + cachePoolUsed;
+  memory.copy(ptr, IN + start, n);
+  cachePoolUsed += n;
+  const head = CACHE_HEADS + (cacheBucket(start) << 2);
+  const e = CACHE_ENTRIES + (cacheCount << 4);
+  store<i32>(e, ptr);
+  store<i32>(e + 4, n);
+  store<i32>(e + 8, stack);
+  store<i32>(e + 12, load<i32>(head));
+  cacheCount++;
+  store<i32>(head, cacheCount);
+}
+
+function strAction(code: i32, v: i32): i32 {
+  const a = (v >>> 8) & 0xff;
+  return a !== 0 ? a - 1 : actionOf(code);
+}
+
+function strIntern(code: i32): i32 {
+  const idx = infoIndex(code);
+  if (<u32>idx < <u32>INFO_CAP) {
+    const s = load<i32>(AUX + (idx << 2));
+    if (s !== 0) return s - 1;
+  }
+  return internOf(code);
+}
+
+/** As the JavaScript scanner's optString(): None is no string; numbers and booleans as JSON text. */
+function optString(kind: i32): i32 {
+  if (kind === V_STR) return strIntern(vCode);
+  if (kind === V_NUM) return numString(vNum, 0);
+  if (kind === V_BOOL) return numString(vNum, 1);
+  return NO_STRING;
+}
+
+/**
+ * Parses the entry whose EMPTY_DICT is at IN + pos into row `row`; false to give it up. The usual
+ * opcodes are read here, with the position in a local; the rest through readValue() and framesList().
+ */
+function entry(pos: i32, row: i32, consumedCode: i32): bool {
+  const end = END;
+  P = pos + 1;
+  if (storeMemo(consumedCode) === -2) return false;
+  if (nextOp() !== MARK) return false;
+  let p = P + 1;
+  let action = -1;
+  let addr: f64 = NaN;
+  let size: f64 = 0;
+  let stream: f64 = 0;
+  let time: f64 = NaN;
+  let stack = EMPTY_STACK;
+  let deviceFree: f64 = NaN;
+  let compileContext = NO_STRING;
+  let userMetadata = NO_STRING;
+  let category = NO_STRING;
+  for (;;) {
+    // room for a key and a fixed-size value: an entry this close to the end is left to JavaScript
+    if (p + 16 > end) return false;
+    let op = <i32>load<u8>(IN + p);
+    if (op === SETITEMS) {
+      p++;
+      break;
+    }
+    // the key: nearly always a memo reference to a str seen before
+    let code: i32;
+    if (op === BINGET) {
+      code = memoCode(<u32>load<u8>(IN + p + 1));
+      p += 2;
+    } else if (op === LONG_BINGET) {
+      code = memoCode(<u32>load<i32>(IN + p + 1));
+      p += 5;
+    } else if (op === SHORT_BINUNICODE || op === BINUNICODE || op === FRAME) {
+      P = p;
+      op = nextOp();
+      if (op !== SHORT_BINUNICODE && op !== BINUNICODE) return false;
+      code = readNewString(op);
+      if (code === 0) return false;
+      p = P;
+    } else return false;
+    const ki = info(code);
+    if ((ki & 7) !== I_STR) return false;
+    const key = (ki >>> 3) & 15;
+    // the value (p + 11 <= end here)
+    op = <i32>load<u8>(IN + p);
+    let kind: i32;
+    let num: f64 = NaN;
+    if (op === BININT1) {
+      num = <f64>load<u8>(IN + p + 1);
+      p += 2;
+      kind = V_NUM;
+    } else if (op === BININT) {
+      num = <f64>load<i32>(IN + p + 1);
+      p += 5;
+      kind = V_NUM;
+    } else if (op === LONG1 && <i32>load<u8>(IN + p + 1) <= 6) {
+      const n = <i32>load<u8>(IN + p + 1);
+      let v: i64 = 0;
+      for (let i = n - 1; i >= 0; i--) v = (v << 8) | <i64>load<u8>(IN + p + 2 + i);
+      if (n > 0) {
+        const shift = <i64>(64 - 8 * n);
+        v = (v << shift) >> shift; // sign-extend
+      }
+      num = <f64>v;
+      p += 2 + n;
+      kind = V_NUM;
+    } else if (op === BINGET || op === LONG_BINGET) {
+      const vc = memoCode(op === BINGET ? <u32>load<u8>(IN + p + 1) : <u32>load<i32>(IN + p + 1));
+      const v = info(vc);
+      if ((v & 7) === I_STR) {
+        vCode = vc;
+        kind = V_STR;
+      } else if (key === K_FRAMES && (v & 7) === I_STACK) {
+        vStack = v >>> 3;
+        kind = V_STACK;
+      } else return false;
+      p += op === BINGET ? 2 : 5;
+    } else {
+      P = p;
+      kind = readValue(key === K_FRAMES);
+      if (kind === 0) return false;
+      if (kind === V_NUM || kind === V_BOOL) num = vNum;
+      p = P;
+    }
+    switch (key) {
+      case K_ACTION: {
+        if (kind !== V_STR) return false;
+        action = strAction(vCode, info(vCode));
+        break;
+      }
+      case K_ADDR:
+        addr = num;
+        break;
+      case K_SIZE:
+        size = num;
+        break;
+      case K_STREAM:
+        stream = num;
+        break;
+      case K_TIME:
+        time = num;
+        break;
+      case K_DEVICE_FREE:
+        deviceFree = num;
+        break;
+      case K_FRAMES:
+        // as the generic path: a frames value that is not a list leaves the entry without a stack
+        if (kind === V_STACK) stack = vStack;
+        break;
+      case K_COMPILE_CONTEXT:
+        compileContext = optString(kind);
+        break;
+      case K_USER_METADATA:
+        userMetadata = kind === V_STR && (info(vCode) & 0x80) !== 0 ? NO_STRING : optString(kind);
+        break;
+      case K_CATEGORY:
+        category = optString(kind);
+        break;
+      default:
+        break;
+    }
+  }
+  P = p;
+  if (action < 0) action = emptyAction();
+  let streamId: i32;
+  if (stream === lastStreamRaw) streamId = lastStream;
+  else {
+    streamId = streamNumber(stream);
+    lastStreamRaw = stream;
+    lastStream = streamId;
+  }
+  store<u8>(R_ACTION + row, <u8>action);
+  store<f64>(R_ADDR + (row << 3), addr);
+  store<f64>(R_SIZE + (row << 3), size);
+  store<f64>(R_STREAM_RAW + (row << 3), stream);
+  store<i32>(R_STREAM + (row << 2), streamId);
+  store<f64>(R_TIME + (row << 3), time);
+  store<i32>(R_STACK + (row << 2), stack);
+  store<f64>(R_DEVICE_FREE + (row << 3), deviceFree);
+  store<i32>(R_COMPILE_CONTEXT + (row << 2), compileContext);
+  store<i32>(R_USER_METADATA + (row << 2), userMetadata);
+  store<i32>(R_CATEGORY + (row << 2), category);
+  return true;
+}
