@@ -3,7 +3,13 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 
-for (const name of ["read.bench.ts", "attribution.bench.ts", "replay.bench.ts", "tree.bench.ts", "whatif.bench.ts"]) {
+for (const name of [
+  "read.bench.ts",
+  "attribution.bench.ts",
+  "replay.bench.ts",
+  "tree.bench.ts",
+  "whatif.bench.ts",
+]) {
   const path = join(import.meta.dirname, name);
   if (!existsSync(path)) continue;
   console.log(`\n## ${name}`);

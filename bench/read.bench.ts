@@ -17,7 +17,7 @@ console.log(
     .map((x) => x.toFixed(1))
     .join(" ")}; ${cpus().length} CPUs`,
 );
-console.log("size        entries    median ms    MB/s   peak RSS growth / file size (median)");
+console.log("size        entries    median ms   CPU ms    MB/s   peak RSS growth / file size (median)");
 for (const mb of sizesMb) {
   const file = join(dir, `big-${mb}mb.pickle`);
   if (!existsSync(file))
@@ -37,11 +37,12 @@ for (const mb of sizesMb) {
   });
   const r = {
     timesMs: results.map((x) => x.timeMs),
+    cpuMs: median(results.map((x) => x.cpuMs)),
     entries: results[0].entries,
     peakRssGrowthBytes: median(results.map((x) => x.peakRssGrowthBytes)),
   };
   const ms = median(r.timesMs);
   console.log(
-    `${(bytes / 1e6).toFixed(0).padStart(5)} MB ${String(r.entries).padStart(12)} ${ms.toFixed(0).padStart(12)} ${(bytes / 1e6 / (ms / 1000)).toFixed(0).padStart(7)}   ${(r.peakRssGrowthBytes / 2 ** 20).toFixed(0)} MiB = ${(r.peakRssGrowthBytes / bytes).toFixed(2)}×`,
+    `${(bytes / 1e6).toFixed(0).padStart(5)} MB ${String(r.entries).padStart(12)} ${ms.toFixed(0).padStart(12)} ${r.cpuMs.toFixed(0).padStart(8)} ${(bytes / 1e6 / (ms / 1000)).toFixed(0).padStart(7)}   ${(r.peakRssGrowthBytes / 2 ** 20).toFixed(0)} MiB = ${(r.peakRssGrowthBytes / bytes).toFixed(2)}×`,
   );
 }

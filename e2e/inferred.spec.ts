@@ -68,7 +68,7 @@ test.describe("inferred categories", () => {
 
     // The fix, in one line.
     await expect(page.getByTestId("record-fix-action")).toHaveText(
-      "Call torch.cuda.memory._record_memory_history() before building the model to record these stacks.",
+      "Recording started after these blocks were allocated: call memscope_hook.start() before the model is built — see “Capture” in memscope's README.",
     );
 
     // Top call sites: the pre-recording row is marked the same way, with its rule.

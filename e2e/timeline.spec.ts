@@ -33,7 +33,11 @@ test.describe("timeline", () => {
     await open(page, "ZidongLiu__DeComFL__memory.pickle");
     const tl = page.getByTestId("timeline");
     await expect(tl).toHaveAttribute("data-axis", "time");
-    await expect(tl.locator("canvas")).toHaveCount(2); // plot + overview
+    // plot + overview, and a few layers over the plot (health curves, what-if, tree search…), each one canvas
+    await expect(
+      tl.locator("canvas[data-testid=timeline-canvas], canvas[data-testid=timeline-overview]"),
+    ).toHaveCount(2);
+    expect(await tl.locator("canvas").count()).toBeLessThanOrEqual(8);
     const nodes = await page.evaluate(() => document.querySelectorAll("*").length);
     expect(nodes).toBeLessThan(2000); // 23,105 trace events, 61 segments: never a node each
     await expect(page.getByTestId("timeline-legend")).toContainText("parameters");

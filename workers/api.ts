@@ -6,8 +6,44 @@ import type { ProxyMarked } from "comlink";
 import type { LoadPreview } from "../src/core/model/preview";
 import type { ReplayReport } from "../src/core/replay/report";
 import type { CompareJson, ReportJson, TotalsJson } from "../src/core/report/index";
+import type { HealthAnswer, HealthTimelineAnswer } from "./health";
+import type { RankFileResult } from "./ranks";
+import type { ReportHtmlAnswer } from "./save-report";
+import type {
+  CompileRegionsAnswer,
+  TreeAnswer,
+  TreeDiffAnswer,
+  TreeDiffQuery,
+  TreeExportFormat,
+  TreeQuery,
+  TreeSearchRefsQuery,
+  TreeSearchTimelineAnswer,
+  TreeSearchTimelineQuery,
+} from "./tree";
+import type {
+  WhatIfAnswer,
+  WhatIfCurveAnswer,
+  WhatIfCurveQuery,
+  WhatIfQuery,
+  WhatIfSpecsAnswer,
+  WhatIfSpecsQuery,
+  WhatIfSuggestAnswer,
+  WhatIfSuggestQuery,
+} from "./whatif";
 
-export type { CompareJson, ReplayReport, ReportJson, TotalsJson };
+export type { ReportHtmlAnswer } from "./save-report";
+export type * from "./tree";
+export type * from "./whatif";
+
+export type {
+  CompareJson,
+  HealthAnswer,
+  HealthTimelineAnswer,
+  RankFileResult,
+  ReplayReport,
+  ReportJson,
+  TotalsJson,
+};
 
 /** Bytes, always a whole number of bytes (may exceed 2^32: carried as float64). */
 export type Bytes = number;
@@ -389,6 +425,32 @@ export interface MemscopeApi {
   segmentMap(q: SegmentMapQuery): Promise<SegmentMapAnswer>;
   block(q: SegmentMapQuery, ref: number): Promise<BlockDetail | null>;
   fullStack(q: FullStackQuery): Promise<FrameText[]>;
+  /** Allocator health of a device (workers/health.ts): verdicts, pending frees, fragmentation. */
+  health(device: number): Promise<HealthAnswer>;
+  /** The health curves (cached, pending, inactive split) bucketed like `timeline`, for its overlay. */
+  healthTimeline(q: TimelineQuery): Promise<HealthTimelineAnswer>;
+  /** What if (workers/whatif.ts): the ranked suggestions for getting the peak down (no curves). */
+  whatIfSuggest(q: WhatIfSuggestQuery): Promise<WhatIfSuggestAnswer>;
+  /** One what-if (CLI options): its new peak and composition. */
+  whatIf(q: WhatIfQuery): Promise<WhatIfAnswer>;
+  /** The what-if's allocated curve, bucketed like `timeline`, for the timeline's dashed overlay. */
+  whatIfCurve(q: WhatIfCurveQuery): Promise<WhatIfCurveAnswer>;
+  /** The CLI options for "what if this selection were gone / halved / freed early / recomputed". */
+  whatIfSpecs(q: WhatIfSpecsQuery): Promise<WhatIfSpecsAnswer>;
+  /** The HTML report (`memscope report FILE --html`) of the open file, as one string (workers/save-report.ts). */
+  reportHtml(): Promise<ReportHtmlAnswer>;
+  /** The call tree of the live allocated memory at a moment, pruned (workers/tree.ts). */
+  tree(q: TreeQuery): Promise<TreeAnswer>;
+  /** The whole call tree as folded stacks, JSON or CSV text (for a download made in the page). */
+  treeExport(q: TreeQuery, format: TreeExportFormat): Promise<string>;
+  /** The search's matching live bytes over the timeline, bucketed like `timeline`. */
+  treeSearchTimeline(q: TreeSearchTimelineQuery): Promise<TreeSearchTimelineAnswer>;
+  /** The "each allocation" bands whose stack matches the search. */
+  treeSearchBands(q: BandsQuery & { search: string; ownCodeOnly: boolean }): Promise<BandsAnswer>;
+  /** The segment map refs (blocks at the snapshot, allocations at an event) whose stack matches. */
+  treeSearchRefs(q: TreeSearchRefsQuery): Promise<Int32Array>;
+  /** The trace's compile_context regions (runs of events with the same context). */
+  compileRegions(device: number): Promise<CompileRegionsAnswer>;
 }
 
 /** The comparison of the two open files, computed where both models live (one worker, two engines). */
@@ -417,4 +479,15 @@ export interface WorkerApi {
    * attribution and replay are compiled before the user's file arrives. Stops when a side opens a file.
    */
   warmUp(rounds: number): Promise<void>;
+  /**
+   * The rank overview (workers/ranks.ts): reads one snapshot, summarises it as `memscope ranks` does, keeps
+   * a ≤ 400-point curve and drops the model. Used in workers of its own, never beside an open side.
+   */
+  rankSummary(
+    file: Blob,
+    name: string,
+    counters: { text: string; name: string } | null,
+  ): Promise<RankFileResult>;
+  /** The call tree B − A (workers/tree.ts `treeDiff`), `base` being A; both sides open. */
+  treeDiff(base: 0 | 1, q: TreeDiffQuery): Promise<TreeDiffAnswer>;
 }

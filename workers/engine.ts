@@ -12,12 +12,7 @@ import {
 } from "../src/core/model/types";
 import { compositionAt } from "../src/core/replay/peak";
 import { prepareReplay } from "../src/core/replay/prepare";
-import {
-  inferredRuleOf,
-  type ReplayInputs,
-  replayOptionsFor,
-  startsEmpty,
-} from "../src/core/replay/report";
+import { inferredRuleOf, type ReplayInputs, replayOptionsFor, startsEmpty } from "../src/core/replay/report";
 import { liveAllocationsAt, stateAt } from "../src/core/replay/state";
 import { NEVER, type Replay } from "../src/core/replay/types";
 import { parseCounters } from "../src/core/report/counters";
@@ -205,9 +200,7 @@ export class Engine {
     const replay = prepareReplay(
       model,
       device,
-      this.inputs
-        ? replayOptionsFor(this.inputs, device)
-        : { categoryCount: this.categoryNames().length },
+      this.inputs ? replayOptionsFor(this.inputs, device) : { categoryCount: this.categoryNames().length },
     );
     const inferredRule = new Int16Array(replay.allocations.length).fill(-1);
     const inputs = this.inputs;

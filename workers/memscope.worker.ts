@@ -8,7 +8,12 @@ import * as Comlink from "comlink";
 import type { MemscopeApi, WorkerApi } from "./api";
 import { compareEngines } from "./compare";
 import { Engine } from "./engine";
+import { healthAnswer, healthTimeline } from "./health";
+import { rankTransferables, summarizeRankFile } from "./ranks";
+import { reportHtml } from "./save-report";
+import { treeApi, treeDiffApi } from "./tree-api";
 import { cancelWarmUp, warmUp } from "./warm-up";
+import { whatIfCurve, whatIfOne, whatIfSpecs, whatIfSuggest } from "./whatif";
 
 function sideApi(engine: Engine): MemscopeApi {
   return {
@@ -70,6 +75,20 @@ function sideApi(engine: Engine): MemscopeApi {
     },
     block: async (q, ref) => engine.block(q, ref),
     fullStack: async (q) => engine.fullStack(q),
+    health: async (device) => healthAnswer(engine, device),
+    healthTimeline: async (q) => {
+      const a = healthTimeline(engine, q);
+      return Comlink.transfer(a, [a.cached.buffer, a.pending.buffer, a.inactiveSplit.buffer]);
+    },
+    whatIfSuggest: (q) => whatIfSuggest(engine, q),
+    whatIf: (q) => whatIfOne(engine, q),
+    whatIfCurve: async (q) => {
+      const a = await whatIfCurve(engine, q);
+      return Comlink.transfer(a, [a.allocMin.buffer, a.allocMax.buffer]);
+    },
+    whatIfSpecs: async (q) => whatIfSpecs(engine, q),
+    reportHtml: async () => reportHtml(engine),
+    ...treeApi(engine),
   };
 }
 
@@ -89,6 +108,13 @@ const api: WorkerApi = {
   warmUp: async (rounds) => {
     await warmUp(rounds, () => inUse);
   },
+  rankSummary: async (file, name, counters) => {
+    inUse = true;
+    cancelWarmUp();
+    const r = await summarizeRankFile(file, name, counters);
+    return Comlink.transfer(r, rankTransferables(r));
+  },
+  treeDiff: treeDiffApi(engines),
 };
 
 Comlink.expose(api);

@@ -10,10 +10,15 @@ import { Header } from "./components/Header";
 import { LinkPrompt } from "./components/LinkPrompt";
 import { Notices } from "./components/Notices";
 import { ProgressPanel } from "./components/ProgressPanel";
+import { SeeCapture } from "./components/SeeCapture";
 import { useKeyboard } from "./components/useKeyboard";
 import { useApp } from "./state/app";
 import { SideContext, sides } from "./state/store";
+import { CallTreeView } from "./views/call-tree/CallTreeView";
 import { CompareView } from "./views/compare/CompareView";
+import { HealthPanel } from "./views/health/HealthPanel";
+import { RankOverview, RanksBackBar } from "./views/ranks/RankOverview";
+import { useRanks } from "./views/ranks/store";
 import { SegmentMap } from "./views/segment-map/SegmentMap";
 import { SidePanel } from "./views/side-panel/SidePanel";
 import { SummaryPanel } from "./views/side-panel/SummaryPanel";
@@ -21,6 +26,7 @@ import { Timeline } from "./views/timeline/Timeline";
 
 export function App() {
   const mode = useApp((a) => a.mode);
+  const ranksShown = useRanks((r) => r.shown);
   useKeyboard();
 
   useEffect(() => {
@@ -33,7 +39,12 @@ export function App() {
       <Header />
       <main className="page">
         <Notices />
-        {mode === "compare" ? (
+        <RanksBackBar />
+        {ranksShown ? (
+          <ErrorBoundary name="rank overview">
+            <RankOverview />
+          </ErrorBoundary>
+        ) : mode === "compare" ? (
           <ErrorBoundary name="comparison">
             <CompareView />
           </ErrorBoundary>
@@ -71,6 +82,12 @@ function SingleView() {
               <ErrorBoundary name="segment map">
                 <SegmentMap key={device} />
               </ErrorBoundary>
+              <ErrorBoundary name="call tree">
+                <CallTreeView key={device} />
+              </ErrorBoundary>
+              <ErrorBoundary name="allocator health">
+                <HealthPanel key={device} />
+              </ErrorBoundary>
             </div>
             <ErrorBoundary name="side panel">
               <SidePanel />
@@ -86,13 +103,17 @@ function EmptyState() {
   return (
     <section className="empty-state" aria-labelledby="empty-title">
       <h1 id="empty-title">Drop a PyTorch memory snapshot anywhere on this page</h1>
+      <p data-testid="empty-capture">
+        No snapshot yet? Capture one with <code>python/memscope_hook.py</code> — five lines, <SeeCapture />.
+      </p>
       <p>
         Files written by <code>torch.cuda.memory._dump_snapshot()</code> or{" "}
         <code>torch_npu.npu.memory._dump_snapshot()</code>: pickle (any protocol), gzip, zip or JSON.
       </p>
       <p>
         Or use <strong>Open snapshot…</strong> above, or <strong>Open demo</strong> to try a generated one.
-        Drop two files at once to compare them side by side.
+        Drop two files at once to compare them side by side; more than two (or a folder of them) open as a
+        rank overview.
       </p>
       <p className="privacy">
         Your file never leaves this machine: it is read by this page, in a background thread, and nothing is

@@ -5,6 +5,7 @@
 import { type ReactNode, useEffect, useRef, useState } from "react";
 import { useApp } from "../state/app";
 import { sides } from "../state/store";
+import { filesOfEntries, folderEntries } from "../views/ranks/folder";
 
 type Over = null | { count: number; x: number };
 
@@ -43,6 +44,14 @@ export function DropTarget({ children }: { children: ReactNode }) {
       e.preventDefault();
       depth.current = 0;
       setOver(null);
+      // A folder (or several): every file in it, opened together (more than two: the rank overview).
+      const folders = folderEntries(e.dataTransfer);
+      if (folders) {
+        void filesOfEntries(folders).then((fs) => {
+          if (fs.length > 0) void openFiles(fs, "replace");
+        });
+        return;
+      }
       const files = Array.from(e.dataTransfer?.files ?? []);
       if (files.length === 0) return;
       // The right half of the window is the "compare with the open file" zone.
@@ -70,7 +79,7 @@ export function DropTarget({ children }: { children: ReactNode }) {
         <div className="drop-overlay" aria-hidden="true">
           <div>
             {over.count > 1
-              ? "Drop to compare these snapshots side by side (a .counters.json goes with its snapshot)"
+              ? "Drop to open these snapshots: two side by side, more as a rank overview (a .counters.json goes with its snapshot)"
               : "Drop the snapshot to open it"}
           </div>
         </div>

@@ -5,6 +5,7 @@ import { useRef } from "react";
 import { useApp } from "../state/app";
 import { sides } from "../state/store";
 import { CopyLink } from "./CopyLink";
+import { SaveReport } from "./SaveReport";
 
 export function Header() {
   const input = useRef<HTMLInputElement>(null);
@@ -96,6 +97,7 @@ export function Header() {
         </label>
       )}
       {single && devices.length === 1 && <span className="device-one">device {devices[0].device}</span>}
+      <SaveReport />
       <CopyLink />
       <span className="privacy-badge" title="Files are read in this browser tab; nothing is uploaded.">
         local only

@@ -3,6 +3,7 @@
 
 import { useState } from "react";
 import type { FrameText, StackView } from "../../../workers/api";
+import { CopyFrames } from "../views/call-tree/CopyFrames";
 
 export function StackList({
   stack,
@@ -64,6 +65,7 @@ export function StackList({
             Hide noise frames
           </button>
         )}
+        {loadFull && <CopyFrames frames={frames} />}
       </div>
     </div>
   );

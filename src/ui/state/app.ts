@@ -9,6 +9,7 @@
 
 import { create } from "zustand";
 import type { CompareAnswer, ReplayFacts, XAxis } from "../../../workers/api";
+import { restoreWhatIf } from "../views/whatif/store";
 import { askRoot, freshWorker, onWorkerCrash, prewarmWhenIdle, type Side } from "./client";
 import { checkUrl, DownloadError, download, nameOfUrl } from "./download";
 import { canHash, contentHash } from "./hash";
@@ -152,6 +153,23 @@ export function bothHaveSnapshotMarkers(): boolean {
   return sides.every((s) => s.getState().panel?.replay?.markers.some((m) => m.kind === "snapshot"));
 }
 
+/**
+ * The rank overview (views/ranks) plugs in here: more than two snapshots (or `#src` URLs) go to it; it
+ * hears every fresh start (a file opened on its own replaces it); while it is on screen its state is the
+ * page's data-state / data-mode.
+ */
+export const manyFiles: {
+  open: ((snapshots: File[], counters: (File | null)[]) => Promise<void>) | null;
+  openUrls: ((urls: string[]) => Promise<void>) | null;
+  onFresh: (() => void) | null;
+  pageState: (() => { state: string; mode: string; title: string } | null) | null;
+} = { open: null, openUrls: null, onFresh: null, pageState: null };
+
+/** The page's data-state / data-mode again (the rank overview calls it when its state changes). */
+export function refreshPageState(): void {
+  setPageState();
+}
+
 function setPageState(): void {
   const app = useApp.getState();
   const states =
@@ -164,6 +182,13 @@ function setPageState(): void {
   else if (states.some((s) => s.status === "ready")) status = "ready";
   else status = "empty";
   const b = document.body.dataset;
+  const many = manyFiles.pageState?.() ?? null;
+  if (many) {
+    if (b.state !== many.state) b.state = many.state;
+    if (b.mode !== many.mode) b.mode = many.mode;
+    if (document.title !== many.title) document.title = many.title;
+    return;
+  }
   if (b.state !== status) b.state = status;
   if (b.mode !== app.mode) b.mode = app.mode;
   const names = states.map((s) => s.fileName).filter((n): n is string => !!n);
@@ -199,6 +224,7 @@ export const useApp = create<AppState>()((set, get) => {
     sides[1].getState().reset();
     delete document.body.dataset.cancelled;
     set({ mode, base: 0, compare: null, compareStatus: "idle", compareError: null, cursor: null });
+    manyFiles.onFresh?.();
   }
 
   async function afterOpen() {
@@ -284,6 +310,12 @@ export const useApp = create<AppState>()((set, get) => {
             sides[get().base].setState({ countersError: error });
             if (get().mode === "compare") await get().runCompare();
           }
+          return;
+        }
+        if (snapshots.length > 2 && manyFiles.open) {
+          // More than two: the rank overview (one row per file); no side opens until a row is picked.
+          startFresh("single");
+          await manyFiles.open(snapshots, counters);
           return;
         }
         if (snapshots.length > 2) {
@@ -608,6 +640,10 @@ export async function restoreView(link: LinkState): Promise<void> {
     }
     if (l.site !== undefined && useApp.getState().mode !== "compare")
       s.getState().setHighlightSite(l.site, "key");
+    if (l.whatif !== undefined && useApp.getState().mode !== "compare") {
+      if (r) restoreWhatIf(side, l.whatif);
+      else ignored.push(`whatif${suffix} (no trace on this device: a what-if replays the trace)`);
+    }
   };
   if (link.link !== undefined && app.mode === "compare") useApp.setState({ linked: link.link });
   if (link.align && app.mode === "compare") useApp.setState({ align: link.align });

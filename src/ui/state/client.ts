@@ -91,6 +91,20 @@ async function create(): Promise<Instance> {
   return inst;
 }
 
+/**
+ * A worker of its own from the same script, apart from the sides' one (the rank overview reads its files
+ * in such workers, so that opening one rank, which ends the sides' worker, does not stop them). `ended`
+ * rejects when it crashes; the caller terminates it.
+ */
+export async function separateWorker(): Promise<{
+  worker: Worker;
+  root: Comlink.Remote<WorkerApi>;
+  ended: Promise<never>;
+}> {
+  const inst = await create();
+  return { worker: inst.worker, root: inst.root, ended: inst.ended };
+}
+
 /** A started worker with nothing open, ready for the next file (starting one costs ≈ 0.1 s). */
 let spare: Promise<Instance> | null = null;
 

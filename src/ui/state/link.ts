@@ -16,8 +16,12 @@
 // | cat             | the highlighted category                                                             |
 // | site            | the highlighted call site (`path:line:function` as in the file)                      |
 // | color           | the segment map's colouring: `category` or `state`                                   |
+// | whatif          | the chosen what-if: `memscope whatif` options (`--scale category:parameters=1/2 …`)  |
 // | link            | comparison: `0` when zoom and cursor are not linked                                  |
 // | align           | comparison: `start` or `snapshot` (the first `_snapshot()` marker of each file)       |
+// | tq, tdir, tby, town, thide | the call tree's search and filters, page-wide (treeLink.ts)               |
+
+import { isTreeKey, parseTreeParam, type TreeLink, writeTreeParams } from "./treeLink";
 
 export const LINK_VERSION = 1;
 
@@ -34,6 +38,8 @@ export interface SideLink {
   cat?: string;
   site?: string;
   color?: "category" | "state";
+  /** The chosen what-if (views/whatif): CLI options joined by spaces. */
+  whatif?: string;
 }
 
 export interface LinkState {
@@ -42,6 +48,8 @@ export interface LinkState {
   b: SideLink | null;
   link?: boolean;
   align?: "start" | "snapshot";
+  /** The call tree's filters (page-wide). */
+  tree?: TreeLink;
 }
 
 const SIDE_KEYS = [
@@ -57,6 +65,7 @@ const SIDE_KEYS = [
   "cat",
   "site",
   "color",
+  "whatif",
 ] as const;
 type SideKey = (typeof SIDE_KEYS)[number];
 
@@ -93,6 +102,10 @@ function parseValue(key: SideKey, raw: string): { value: unknown } | { error: st
       return raw === "time" || raw === "event" ? { value: raw } : { error: "expected time or event" };
     case "color":
       return raw === "category" || raw === "state" ? { value: raw } : { error: "expected category or state" };
+    case "whatif":
+      return /^--(remove|scale|free-early|recompute)\s+\S/.test(raw.trim())
+        ? { value: raw.trim() }
+        : { error: "expected memscope whatif options: --remove, --scale, --free-early or --recompute" };
   }
 }
 
@@ -142,6 +155,11 @@ export function parseLink(hash: string): Parsed {
       else notices.push(`align=${show(raw)} (expected start or snapshot)`);
       continue;
     }
+    if (isTreeKey(key)) {
+      const err = parseTreeParam((state.tree ??= {}), key, raw);
+      if (err) notices.push(`${show(key)}=${show(raw)} (${err})`);
+      continue;
+    }
     const second = key.endsWith("2") && (SIDE_KEYS as readonly string[]).includes(key.slice(0, -1));
     const base = (second ? key.slice(0, -1) : key) as SideKey;
     if (!(SIDE_KEYS as readonly string[]).includes(base)) {
@@ -179,6 +197,7 @@ export function writeLink(s: LinkState): string {
     for (const k of SIDE_KEYS) put(k + suffix, l[k] as string | number | undefined);
   };
   side(s.a, "");
+  p.push(...writeTreeParams(s.tree, encodeComponent));
   if (s.b) {
     side(s.b, "2");
     if (s.link === false) put("link", "0");

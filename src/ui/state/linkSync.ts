@@ -8,8 +8,11 @@
 // with history.replaceState (no new history entry each time), at most every 200 ms. Nothing is written
 // while a link still waits for its files, so reloading such a page keeps the link.
 
-import { restoreView, useApp } from "./app";
+import { applyTreeLink, treeLinkState, useCallTree } from "../views/call-tree/store";
+import { linkValueOf, useWhatIf } from "../views/whatif/store";
+import { manyFiles, restoreView, useApp } from "./app";
 import { type LinkState, parseLink, type SideLink, writeLink } from "./link";
+import { manySources } from "./ranksLink";
 import { type State, sides } from "./store";
 
 let lastWritten: string | null = null;
@@ -42,6 +45,7 @@ function sideLink(s: State, opts: { range: boolean; site: boolean }): SideLink {
   if (s.highlightCategory) l.cat = s.highlightCategory;
   if (opts.site && s.highlightSite) l.site = s.highlightSite;
   if (s.mapColor !== "category") l.color = s.mapColor;
+  if (useApp.getState().mode !== "compare") l.whatif = linkValueOf(s.side);
   return l;
 }
 
@@ -51,7 +55,7 @@ export function linkState(): LinkState | null {
   const a = sides[app.base].getState();
   if (a.status !== "ready") return null;
   if (app.mode !== "compare") {
-    return { a: sideLink(a, { range: true, site: a.highlightBy === "key" }), b: null };
+    return { a: sideLink(a, { range: true, site: a.highlightBy === "key" }), b: null, tree: treeLinkState() };
   }
   const b = sides[(1 - app.base) as 0 | 1].getState();
   if (b.status !== "ready") return null;
@@ -61,6 +65,7 @@ export function linkState(): LinkState | null {
     b: sideLink(b, { range: !app.linked, site: false }),
     link: app.linked,
     align: app.align === "start" ? "start" : undefined,
+    tree: treeLinkState(),
   };
 }
 
@@ -84,6 +89,13 @@ function schedule(): void {
   timer = setTimeout(write, 200);
 }
 
+/** Sets the hash without applying it (the rank overview puts back its own link). */
+export function replaceHash(hash: string): void {
+  const h = hash === "" || hash.startsWith("#") ? hash : `#${hash}`;
+  lastWritten = h;
+  if (location.hash !== h) history.replaceState(history.state, "", h || location.pathname + location.search);
+}
+
 /** The page's address with the current view, written now (for "Copy link"). */
 export function currentLink(): string {
   if (timer) {
@@ -100,7 +112,16 @@ export function applyLink(hash: string): void {
   if (location.hash !== hash)
     history.replaceState(history.state, "", hash || location.pathname + location.search);
   const app = useApp.getState();
+  const many = manySources(hash);
+  if (many && manyFiles.openUrls) {
+    // More than two files: the rank overview downloads and summarises them.
+    for (const t of ["link", "link-wait", "restore"]) app.clearTopic(t);
+    useApp.setState({ pendingRestore: null, expecting: null });
+    void manyFiles.openUrls(many);
+    return;
+  }
   const { state, notices, empty } = parseLink(hash);
+  applyTreeLink(state.tree);
   app.clearTopic("link");
   app.clearTopic("link-wait");
   app.clearTopic("restore");
@@ -159,6 +180,8 @@ export function applyLink(hash: string): void {
 export function startLinkSync(): void {
   for (const s of sides) s.subscribe(schedule);
   useApp.subscribe(schedule);
+  useCallTree.subscribe(schedule);
+  useWhatIf.subscribe(schedule);
   window.addEventListener("hashchange", (e) => {
     const hash = new URL(e.newURL).hash;
     if (hash === lastWritten) return;

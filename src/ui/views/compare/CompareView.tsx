@@ -4,6 +4,7 @@
 import { bothHaveSnapshotMarkers, useApp } from "../../state/app";
 import type { Side } from "../../state/client";
 import { sides } from "../../state/store";
+import { TreeDiffPanel } from "../call-tree/TreeDiff";
 import { DiffPanel } from "./DiffPanel";
 import { SideColumn } from "./SideColumn";
 
@@ -18,6 +19,7 @@ export function CompareView() {
         <DiffPanel />
         <SideColumn side={other} label="B" />
       </div>
+      <TreeDiffPanel />
     </div>
   );
 }

@@ -14,12 +14,14 @@ import { formatAddress, formatBytes, formatCount } from "../../format";
 import { STATE_COLORS } from "../../palette";
 import { useApp } from "../../state/app";
 import { useSide, useSideKey } from "../../state/store";
+import { MapSearchLayer, MapSearchLegend } from "../call-tree/MapSearchLayer";
 
 const ROW_H = 22;
 const ROW_GAP = 8;
 const SEG_GAP = 3;
 const MIN_SEG_PX = 3;
 const PAD = 4;
+const MAP_GEOMETRY = { rowH: ROW_H, rowGap: ROW_GAP, pad: PAD };
 const POOL_COLOR = "#882255";
 const EXPANDABLE_COLOR = "#44AA99";
 
@@ -266,6 +268,7 @@ export function SegmentMap() {
               });
             }}
           />
+          <MapSearchLayer answer={answer} layout={lay} event={event} geometry={MAP_GEOMETRY} />
           {hover && answer && (
             <MapTip answer={answer} hover={hover} detail={hoverDetail} width={width} lay={lay} />
           )}
@@ -323,6 +326,7 @@ export function SegmentMap() {
           <span className="swatch" style={{ background: EXPANDABLE_COLOR }} />
           expandable segment
         </span>
+        <MapSearchLegend />
         {lay && (
           <span className="muted">
             scale: 1 px ≈ {formatBytes(lay.bytesPerPx)}

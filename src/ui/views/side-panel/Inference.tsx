@@ -6,6 +6,7 @@ import { useId, useState } from "react";
 import type { DeviceInference, InferredPart, RuleText } from "../../../../workers/api";
 import { Bytes } from "../../components/Bytes";
 import { describeRule, InferredSwatch, partsOf, partsTitle, ruleBody } from "../../components/Inferred";
+import { SeeCapture } from "../../components/SeeCapture";
 import { formatCount, formatPercent } from "../../format";
 
 /** Why memory is unknown, as the report keys it, in words. */
@@ -166,8 +167,8 @@ export function InferenceNotes({ inference }: { inference: DeviceInference }) {
           ) : null}
           .{" "}
           <span data-testid="record-fix-action">
-            Call <code>torch.cuda.memory._record_memory_history()</code> before building the model to record
-            these stacks.
+            Recording started after these blocks were allocated: call <code>memscope_hook.start()</code>{" "}
+            before the model is built — <SeeCapture />.
           </span>
         </p>
       )}

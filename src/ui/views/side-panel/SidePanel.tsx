@@ -12,9 +12,11 @@ import {
   partsOf,
   WORKSPACE_NOTE,
 } from "../../components/Inferred";
+import { SeeCapture } from "../../components/SeeCapture";
 import { formatBytes, formatCount, formatPercent } from "../../format";
 import { useApp } from "../../state/app";
 import { useSide, useSideKey } from "../../state/store";
+import { WhatIfPanel, WhatIfSelectionBar } from "../whatif/WhatIfPanel";
 import {
   InferenceNotes,
   InferredPeakRow,
@@ -61,6 +63,7 @@ export function SidePanel({ inColumn = false }: { inColumn?: boolean } = {}) {
       {report && !inColumn && <Totals report={report} device={device} />}
       <OomCard panel={panel} />
       <PeakGap panel={panel} />
+      {!inColumn && <WhatIfPanel />}
       {dev && (
         <Categories categories={dev.categories} allocated={dev.allocatedBytes} title={`device ${device}`} />
       )}
@@ -68,7 +71,10 @@ export function SidePanel({ inColumn = false }: { inColumn?: boolean } = {}) {
       {panel.replay?.truncationNote && (
         <section className="card notice" data-testid="truncation">
           <h2>Trace is incomplete</h2>
-          <p className="small">{panel.replay.truncationNote}</p>
+          <p className="small">
+            {panel.replay.truncationNote} Give <code>memscope_hook.start(max_entries=…)</code> enough entries
+            to hold the peak — <SeeCapture />.
+          </p>
         </section>
       )}
       {report && <CallSites report={report} />}
@@ -474,6 +480,7 @@ function Categories({
           })}
         </tbody>
       </table>
+      <WhatIfSelectionBar from="category" />
       {total > 0 && (
         <div className="bar" style={{ display: "flex", marginTop: 6 }} aria-hidden="true">
           {names.map((n, c) => {
@@ -545,6 +552,15 @@ function Checks({ report, panel }: { report: ReportJson; panel: PanelAnswer }) {
               Add counters sidecar…
             </button>{" "}
             <span className="muted">(the dump's .counters.json, for the last three checks)</span>
+            {report.checks.some((c) => c.status === "skipped") && (
+              <p className="small muted" data-testid="counters-hint">
+                Drop{" "}
+                <code style={{ wordBreak: "break-all" }}>
+                  {S.getState().fileName ?? "FILE"}.counters.json
+                </code>{" "}
+                with the dump (<code>memscope_hook</code> writes it) — <SeeCapture />.
+              </p>
+            )}
           </>
         )}
         <input
@@ -664,6 +680,7 @@ function CallSites({ report }: { report: ReportJson }) {
           </button>
         </p>
       )}
+      <WhatIfSelectionBar from="site" />
       <p className="small muted">
         {formatBytes(sites.reduce((a, s) => a + s.bytes, 0))} in the listed sites.
       </p>

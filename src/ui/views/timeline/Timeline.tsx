@@ -15,11 +15,20 @@ import { Bytes } from "../../components/Bytes";
 import { Canvas, type CanvasHandle, type DrawFn, themeColors } from "../../components/Canvas";
 import { hatchRect } from "../../components/hatch";
 import { InferredLine } from "../../components/Inferred";
+import { SeeCapture } from "../../components/SeeCapture";
 import { CompactStack, firstSentence, StackList } from "../../components/StackList";
 import { formatBytes, formatCount, formatDurationUs } from "../../format";
 import { alignViews, anchorOf, linkedExtent, useApp } from "../../state/app";
 import { notePainted } from "../../state/idle";
 import { clampView, fullView, type SideStore, sides, type TimelineView, useSide } from "../../state/store";
+import {
+  CompileContextLayer,
+  CompileContextLegend,
+  TreeSearchLayer,
+  TreeSearchLegend,
+} from "../call-tree/TimelineLayers";
+import { HealthOverlay, HealthOverlayToggles } from "../health/HealthOverlay";
+import { WhatIfOverlay } from "../whatif/WhatIfOverlay";
 import { CategoryLegend } from "./CategoryLegend";
 import { Overview } from "./Overview";
 import { makePlot, type Plot, pxToX, xTicks, xToPx, yTicks, yToPx } from "./scales";
@@ -292,10 +301,10 @@ export function Timeline() {
       <section className="card" aria-labelledby={`timeline-title-${k}`} data-testid="timeline-empty">
         <h2 id={`timeline-title-${k}`}>Memory over time — device {device}</h2>
         <p className="muted">
-          No trace for this device: the snapshot holds only the state at the moment it was taken (history was
-          not recorded, or this device had no allocations). Record one with{" "}
-          <code>torch.cuda.memory._record_memory_history()</code> before the run. The segment map below shows
-          the snapshot.
+          No trace for this device: history was not recorded, or this device had no allocations. Call{" "}
+          <code>memscope_hook.start()</code> (or <code>torch.cuda.memory._record_memory_history()</code>)
+          before the model is built — <SeeCapture />. The segment map below shows the snapshot: one moment,
+          the one it was taken at.
         </p>
       </section>
     );
@@ -445,6 +454,10 @@ export function Timeline() {
             if (compare) setCursor(null);
           }}
         />
+        <HealthOverlay height={HEIGHT} />
+        <WhatIfOverlay height={HEIGHT} />
+        <TreeSearchLayer height={HEIGHT} />
+        <CompileContextLayer height={HEIGHT} />
         {hover && answer && plot && (
           <HoverTip
             hover={hover}
@@ -473,6 +486,9 @@ export function Timeline() {
           />
           reserved (line)
         </label>
+        <HealthOverlayToggles compact />
+        <TreeSearchLegend />
+        <CompileContextLegend />
         <span>
           <span className="swatch" style={{ background: "var(--danger)" }} />
           peak (dashed) / OOM (solid)

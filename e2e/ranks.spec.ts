@@ -1,0 +1,264 @@
+// Many ranks at once: the generator's rank files (test/gen/generate.py ranks, with an outlier) picked or
+// dropped together open as the rank overview — one row per file, the outlier (from ranks.truth.json)
+// marked with its category and its bytes above the median, small multiples of every rank's curve; two
+// ticked rows open the comparison, a row opens its file, and the way back returns to the overview. `#src`
+// with more than two URLs opens the same overview. The allocator health panel of a file with its sidecar
+// shows the sidecar's numbers. Screenshots: /tmp/shots/ranks-*.png.
+
+import { execFileSync } from "node:child_process";
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect, type Page, test } from "@playwright/test";
+import { dropFiles, ROOT, waitIdle, watchConsole } from "./helpers";
+
+const N = 8;
+const SHOTS = "/tmp/shots";
+
+interface Truth {
+  ranks: number;
+  outlier: number;
+  outlierCategory: string;
+  extraBytes: number;
+  medianPeakBytes: number;
+  outlierAboveMedianBytes: number;
+  files: {
+    file: string;
+    rank: number;
+    peakBytes: number;
+    maxMemoryAllocated: number;
+    allocatedBytes: number;
+    reservedBytes: number;
+  }[];
+}
+
+let dir = "";
+let truth: Truth;
+const pickles = () => Array.from({ length: N }, (_, r) => join(dir, `snapshot_rank${r}.pickle`));
+const withSidecars = () => pickles().flatMap((p) => [p, `${p}.counters.json`]);
+
+async function shot(page: Page, name: string, locator?: ReturnType<Page["locator"]>) {
+  mkdirSync(SHOTS, { recursive: true });
+  if (locator) await locator.screenshot({ path: `${SHOTS}/ranks-${name}.png` });
+  else await page.screenshot({ path: `${SHOTS}/ranks-${name}.png`, fullPage: true });
+}
+
+async function expectOverview(page: Page, opts: { sidecars: boolean }) {
+  const ov = page.getByRole("region", { name: "Rank overview" });
+  await expect(ov).toBeVisible();
+  await expect(page.locator("body")).toHaveAttribute("data-mode", "ranks");
+  const rows = ov.getByTestId("rank-row");
+  await expect(rows).toHaveCount(N);
+  for (const f of truth.files) {
+    const row = ov.locator(`[data-testid=rank-row][data-rank="${f.rank}"]`);
+    await expect(row).toHaveAttribute("data-file", f.file);
+    // The peak: the sidecar's max_memory_allocated when it came along, else the replayed one (the same
+    // bytes here: the generator records from the start).
+    await expect(row).toHaveAttribute(
+      "data-peak",
+      String(opts.sidecars ? f.maxMemoryAllocated : f.peakBytes),
+    );
+    await expect(row).toHaveAttribute("data-peak-source", opts.sidecars ? "counters" : "trace");
+    await expect(row).toHaveAttribute("data-outlier", f.rank === truth.outlier ? "1" : "0");
+  }
+  // The outlier: marked, with its category and its bytes above the median.
+  const out = ov.locator(`[data-testid=rank-row][data-rank="${truth.outlier}"]`);
+  await expect(out).toHaveAttribute("data-category", truth.outlierCategory);
+  await expect(out.getByTestId("rank-outlier")).toContainText(truth.outlierCategory);
+  await expect(out.getByTestId("rank-above")).toHaveAttribute(
+    "data-value",
+    String(truth.outlierAboveMedianBytes),
+  );
+  await expect(ov.getByTestId("rank-outlier-line")).toHaveCount(1);
+  await expect(ov.getByTestId("rank-outlier-line")).toContainText(`Rank ${truth.outlier} stands out`);
+  await expect(ov.getByTestId("rank-outlier-line")).toContainText(truth.outlierCategory);
+  // Small multiples: one per rank, each ≤ 400 points.
+  const multiples = ov.getByTestId("rank-multiple");
+  await expect(multiples).toHaveCount(N);
+  for (let i = 0; i < N; i++) {
+    const pts = Number(await multiples.nth(i).getAttribute("data-points"));
+    expect(pts).toBeGreaterThan(0);
+    expect(pts).toBeLessThanOrEqual(400);
+  }
+  await expect(ov.locator(`[data-testid=rank-multiple][data-rank="${truth.outlier}"]`)).toHaveClass(
+    /outlier/,
+  );
+  return ov;
+}
+
+test.describe("rank overview", () => {
+  test.beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "memscope-e2e-ranks-"));
+    // The outlier is chosen here; everything checked about it is read back from ranks.truth.json.
+    execFileSync("python3", [
+      join(ROOT, "test/gen/generate.py"),
+      "ranks",
+      "--ranks",
+      String(N),
+      "--outlier",
+      "5",
+      dir,
+    ]);
+    truth = JSON.parse(readFileSync(join(dir, "ranks.truth.json"), "utf8"));
+    expect(truth.ranks).toBe(N);
+  });
+
+  test("8 rank files picked at once: one row each, the outlier marked; compare two; open one; back", async ({
+    page,
+  }) => {
+    const errors = watchConsole(page);
+    await page.goto("./");
+    await page.getByTestId("file-input").setInputFiles(withSidecars());
+    await waitIdle(page);
+    const ov = await expectOverview(page, { sidecars: true });
+    await shot(page, "overview");
+
+    // Tick two → Compare opens the existing comparison of those two.
+    const [a, b] = [0, truth.outlier];
+    await ov.locator(`[data-testid=rank-row][data-rank="${a}"]`).getByTestId("rank-check").check();
+    await ov.locator(`[data-testid=rank-row][data-rank="${b}"]`).getByTestId("rank-check").check();
+    await ov.getByTestId("rank-compare").click();
+    await waitIdle(page);
+    await expect(page.locator("body")).toHaveAttribute("data-mode", "compare");
+    await expect(page.getByTestId("column-a").getByTestId("column-file")).toHaveText(
+      `snapshot_rank${a}.pickle`,
+    );
+    await expect(page.getByTestId("column-b").getByTestId("column-file")).toHaveText(
+      `snapshot_rank${b}.pickle`,
+    );
+    await expect(page.getByTestId("diff")).toBeVisible();
+    await expect(page.getByTestId("rank-back")).toBeVisible();
+    await shot(page, "compare");
+
+    // Back: the overview again, nothing read anew.
+    await page.getByTestId("rank-back").getByRole("button").click();
+    await waitIdle(page);
+    await expectOverview(page, { sidecars: true });
+
+    // A row opens that file in the normal view (with its sidecar).
+    await ov.locator(`[data-testid=rank-row][data-rank="${truth.outlier}"]`).getByTestId("rank-open").click();
+    await waitIdle(page);
+    await expect(page.locator("body")).toHaveAttribute("data-mode", "single");
+    await expect(page.getByTestId("header-file")).toHaveText(`snapshot_rank${truth.outlier}.pickle`);
+    await expect(page.getByTestId("timeline")).toBeVisible();
+    await page.getByTestId("rank-back").getByRole("button").click();
+    await waitIdle(page);
+    await expect(page.getByRole("region", { name: "Rank overview" })).toBeVisible();
+    expect(errors).toEqual([]);
+  });
+
+  test("8 rank files dropped at once (no sidecars): replayed peaks, the same outlier", async ({ page }) => {
+    const errors = watchConsole(page);
+    await page.goto("./");
+    await dropFiles(page, pickles());
+    await waitIdle(page);
+    await expectOverview(page, { sidecars: false });
+    // Opening one file alone ends the overview.
+    await dropFiles(page, [pickles()[0]]);
+    await waitIdle(page);
+    await expect(page.getByRole("region", { name: "Rank overview" })).toHaveCount(0);
+    await expect(page.getByTestId("rank-back")).toHaveCount(0);
+    await expect(page.locator("body")).toHaveAttribute("data-mode", "single");
+    expect(errors).toEqual([]);
+  });
+
+  test("#src with eight URLs opens the overview", async ({ page }) => {
+    const errors = watchConsole(page);
+    const server: Server = createServer((req, res) => {
+      const m = /^\/([\w.-]+)$/.exec(req.url ?? "");
+      let body: Buffer | null = null;
+      try {
+        body = m && /^snapshot_rank\d+\.pickle$/.test(m[1]) ? readFileSync(join(dir, m[1])) : null;
+      } catch {
+        body = null;
+      }
+      if (!body) {
+        res.writeHead(404, { "Access-Control-Allow-Origin": "*" }).end("not found");
+        return;
+      }
+      res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Content-Length": body.length }).end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const srcs = Array.from(
+        { length: N },
+        (_, r) =>
+          `${r === 0 ? "src" : `src${r + 1}`}=${encodeURIComponent(`http://127.0.0.1:${port}/snapshot_rank${r}.pickle`)}`,
+      );
+      await page.goto(`./#v=1&${srcs.join("&")}`);
+      await waitIdle(page);
+      await expectOverview(page, { sidecars: false });
+      expect(errors).toEqual([]);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  test("16 ranks of 100 MB open (one file per worker at a time, two workers; the page keeps only summaries)", async ({
+    page,
+  }) => {
+    test.setTimeout(300_000);
+    const big = join(ROOT, "test-results/e2e-big100.pickle");
+    if (!existsSync(big) || statSync(big).size < 90e6) {
+      execFileSync("python3", [join(ROOT, "test/gen/generate.py"), "big", "--target-mb", "100", big], {
+        stdio: "pipe",
+      });
+    }
+    // Sixteen names for one file (hard links: no 1.6 GB copy); each is read and summarised on its own.
+    const bigDir = join(ROOT, "test-results/e2e-ranks16");
+    mkdirSync(bigDir, { recursive: true });
+    const files = Array.from({ length: 16 }, (_, r) => {
+      const f = join(bigDir, `snapshot_rank${r}.pickle`);
+      if (!existsSync(f)) linkSync(big, f);
+      return f;
+    });
+    const errors = watchConsole(page);
+    await page.goto("./");
+    const t0 = Date.now();
+    await page.getByTestId("file-input").setInputFiles(files);
+    await waitIdle(page);
+    const seconds = (Date.now() - t0) / 1000;
+    const ov = page.getByRole("region", { name: "Rank overview" });
+    await expect(ov.getByTestId("rank-row")).toHaveCount(16);
+    await expect(ov.getByTestId("rank-errors")).toHaveCount(0);
+    await expect(ov.getByTestId("rank-multiple")).toHaveCount(16);
+    // The page holds summaries and ≤ 400-point curves, never a model.
+    const heap = await page.evaluate(
+      () => (performance as unknown as { memory: { usedJSHeapSize: number } }).memory.usedJSHeapSize,
+    );
+    expect(heap).toBeLessThan(64 << 20);
+    console.log(`16 × 100 MB: ${seconds.toFixed(1)} s; page heap ${(heap / 2 ** 20).toFixed(1)} MiB`);
+    await shot(page, "16x100MB");
+    expect(errors).toEqual([]);
+  });
+
+  test("allocator health of a rank file with its sidecar: the verdicts' numbers are the sidecar's", async ({
+    page,
+  }) => {
+    const errors = watchConsole(page);
+    const file = pickles()[truth.outlier];
+    const sidecar = JSON.parse(readFileSync(`${file}.counters.json`, "utf8"));
+    await page.goto("./");
+    await page.getByTestId("file-input").setInputFiles([file, `${file}.counters.json`]);
+    await waitIdle(page);
+    const health = page.getByRole("region", { name: "Allocator health" });
+    await expect(health).toBeVisible();
+    for (const key of ["allocated_bytes.all.peak", "inactive_split_bytes.all.current", "num_alloc_retries"]) {
+      const v = health.locator(`[data-testid=verdict][data-key="${key}"]`);
+      await expect(v, key).toHaveAttribute("data-value", String(sidecar.memory_stats[key]));
+    }
+    await expect(health.getByTestId("health-settings").getByTestId("setting").first()).toBeVisible();
+    await expect(health.getByTestId("fragmentation").first()).toHaveAttribute("data-kind", "peak");
+    await shot(page, "health", health);
+    // The overlay on the timeline.
+    await page.getByTestId("health-toggles-timeline").getByTestId("overlay-cached").check();
+    await page.getByTestId("health-toggles-timeline").getByTestId("overlay-inactiveSplit").check();
+    await waitIdle(page);
+    await expect(page.getByTestId("health-overlay")).toBeVisible();
+    await shot(page, "overlay", page.getByTestId("timeline"));
+    expect(errors).toEqual([]);
+  });
+});

@@ -1,0 +1,119 @@
+// The chosen what-if, per side: the transformations (as the CLI writes them: `--scale category:x=1/2`), a
+// label for people, and the capacity the user typed. Cleared when the side opens another file or shows
+// another device. The timeline's overlay (WhatIfOverlay), the side panel's "What if" card and the share
+// link (`whatif=`) all read it here.
+//
+// Others call `openWhatIf(…)` (or dispatch a `memscope:whatif` event with the same detail) to ask "what if
+// this were gone / halved / freed early / recomputed" about any selection — a call-tree node, for one.
+
+import { create } from "zustand";
+import type { WhatIfAction, WhatIfTarget } from "../../../../workers/api";
+import type { Side } from "../../state/client";
+import { sides } from "../../state/store";
+import { describeSpecs, specsOfLink, whatIfLinkValue } from "./specs";
+
+export { describeSpecs, specsOfLink, whatIfLinkValue };
+
+export interface ChosenWhatIf {
+  /** CLI options, in order. */
+  specs: string[];
+  /** What it is, for people ("ZeRO-1 over 8 ranks: …", "category activations halved"). */
+  label: string;
+  /** The suggestion's id when it came from the ranked list. */
+  id: string | null;
+}
+
+interface WhatIfState {
+  chosen: [ChosenWhatIf | null, ChosenWhatIf | null];
+  /** A capacity the user typed (bytes), per side; null: the counters' or the OOM's, if any. */
+  capacity: [number | null, number | null];
+  /** Why the last selection action could not be turned into a what-if (shown in the panel). */
+  refusal: [string | null, string | null];
+  choose(side: Side, chosen: ChosenWhatIf | null): void;
+  setCapacity(side: Side, bytes: number | null): void;
+  refuse(side: Side, why: string | null): void;
+}
+
+const pair = <T>(next: [T, T], side: Side, v: T): [T, T] => (side === 0 ? [v, next[1]] : [next[0], v]);
+
+export const useWhatIf = create<WhatIfState>()((set, get) => ({
+  chosen: [null, null],
+  capacity: [null, null],
+  refusal: [null, null],
+  choose: (side, chosen) =>
+    set({ chosen: pair(get().chosen, side, chosen), refusal: pair(get().refusal, side, null) }),
+  setCapacity: (side, bytes) => set({ capacity: pair(get().capacity, side, bytes) }),
+  refuse: (side, why) => set({ refusal: pair(get().refusal, side, why) }),
+}));
+
+// Another file or another device: the what-if was about the old one.
+for (const S of sides) {
+  S.subscribe((s, prev) => {
+    if (s.generation === prev.generation && s.device === prev.device) return;
+    const w = useWhatIf.getState();
+    if (w.chosen[s.side] || w.refusal[s.side]) {
+      useWhatIf.setState({
+        chosen: pair(w.chosen, s.side, null),
+        refusal: pair(w.refusal, s.side, null),
+      });
+    }
+  });
+}
+
+/** The chosen what-if of a side as a link value, or undefined (single-file view only). */
+export function linkValueOf(side: Side): string | undefined {
+  const c = useWhatIf.getState().chosen[side];
+  return c ? whatIfLinkValue(c.specs) : undefined;
+}
+
+/** A link's `whatif=`: chosen again once the file is open (its label comes with the suggestions). */
+export function restoreWhatIf(side: Side, value: string): void {
+  const specs = specsOfLink(value);
+  if (specs.length === 0) return;
+  useWhatIf.getState().choose(side, { specs, label: describeSpecs(specs), id: null });
+}
+
+export interface OpenWhatIfRequest {
+  side?: Side;
+  /** Either CLI options… */
+  specs?: string[];
+  label?: string;
+  /** …or a selection and what to do with it. */
+  target?: WhatIfTarget;
+  action?: WhatIfAction;
+}
+
+/**
+ * Shows a what-if in the panel and on the timeline. With `target` + `action`, the worker turns the selection
+ * into CLI options first. Resolves with null, or with why it does not apply (also shown in the panel).
+ */
+export async function openWhatIf(req: OpenWhatIfRequest): Promise<string | null> {
+  const side = req.side ?? 0;
+  const S = sides[side];
+  const w = useWhatIf.getState();
+  if (req.specs && req.specs.length > 0) {
+    w.choose(side, { specs: req.specs, label: req.label ?? describeSpecs(req.specs), id: null });
+    return null;
+  }
+  if (!req.target || !req.action) return "openWhatIf needs specs, or a target and an action.";
+  const st = S.getState();
+  const device = st.device;
+  const generation = st.generation;
+  const a = await st.ask((api) =>
+    api.whatIfSpecs({ device, target: req.target as WhatIfTarget, action: req.action as WhatIfAction }),
+  );
+  if (S.getState().generation !== generation || S.getState().device !== device) return null;
+  if (!a.specs) {
+    w.refuse(side, a.why ?? "This does not apply here.");
+    return a.why;
+  }
+  w.choose(side, { specs: a.specs, label: req.label ?? a.label, id: null });
+  return null;
+}
+
+if (typeof window !== "undefined") {
+  window.addEventListener("memscope:whatif", (e) => {
+    const detail = (e as CustomEvent<OpenWhatIfRequest>).detail;
+    if (detail) void openWhatIf(detail);
+  });
+}
