@@ -5,7 +5,8 @@
 // whose stack has a matching frame — and the same search outlines blocks in the segment map and draws a
 // line on the timeline. Folded / JSON / CSV / PNG / SVG downloads happen and parse; folded lines sum to the
 // root. The cursor moving with the tree open keeps main-thread tasks under 50 ms; a pinned node keeps its
-// stack; filters travel in the share link; two files offer B − A. Screenshots: /tmp/shots/tree-*.png.
+// stack; filters travel in the share link; two files offer B − A. Custom groups (`Optimizer=optimizer\.py`)
+// and range measures (two events, or an annotation's START..END) equal the CLI's `--group` / `--range`. Screenshots: /tmp/shots/tree-*.png.
 
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
@@ -284,6 +285,132 @@ test.describe("call tree", () => {
       "data-match-bytes",
       String(py.optimizerMatch),
     );
+    expect(errors.filter((e) => !/ignored/.test(e))).toEqual([]);
+  });
+
+  test("custom groups: the group node's bytes equal the CLI's --group; a bad regex is said; the link keeps them", async ({
+    page,
+  }) => {
+    const errors = watchConsole(page);
+    const c = cli(["tree", real(FILE), "--at", "snapshot", "--json", "--group", "Optimizer=optimizer\\.py"]);
+    expect(c.code, c.stderr).toBe(0);
+    const cliGroup = (c.json.root as CliNode).children.find((n) => n.name === "Optimizer");
+    expect(cliGroup?.bytes).toBeGreaterThan(0);
+
+    const tree = await openFile(page);
+    const editor = tree.getByTestId("tree-groups");
+    // A regex that does not compile is said, not added.
+    await editor.getByLabel("Group name").fill("Broken");
+    await editor.getByLabel("Group regex").fill("attn(");
+    await editor.getByRole("button", { name: "Add group" }).click();
+    await expect(editor.getByTestId("tree-group-problem")).toBeVisible();
+    await expect(editor.getByTestId("tree-group")).toHaveCount(0);
+
+    await editor.getByLabel("Group name").fill("Optimizer");
+    await editor.getByLabel("Group regex").fill("optimizer\\.py");
+    await editor.getByRole("button", { name: "Add group" }).click();
+    await waitIdle(page);
+    await expect(editor.getByTestId("tree-group")).toHaveCount(1);
+    await expect(editor.getByTestId("tree-group-problem")).toHaveCount(0);
+    const group = tree.locator('[role=treeitem][data-kind=group][data-name="Optimizer"]');
+    await expect(group).toHaveCount(1);
+    await expect(group).toHaveAttribute("data-bytes", String(cliGroup?.bytes));
+    const rest = tree.locator('[role=treeitem][data-kind=group][data-name="(no group)"]');
+    await expect(rest).toHaveAttribute(
+      "data-bytes",
+      String((c.json.root as CliNode).children.find((n) => n.name === "(no group)")?.bytes),
+    );
+    await expect(tree).toHaveAttribute("data-total", String(c.json.totalBytes));
+    await shot(page, "groups", tree);
+
+    // The link keeps the group; reloading it restores the group and its bytes.
+    await page.waitForFunction(() => location.hash.includes("tg="));
+    const hash = await page.evaluate(() => location.hash);
+    await page.goto(`./${hash}`);
+    await dropFile(page, real(FILE));
+    await waitIdle(page);
+    const tree2 = page.getByRole("region", { name: "Call tree", exact: true });
+    await expect(tree2.getByTestId("tree-group")).toHaveCount(1);
+    await expect(tree2.getByTestId("tree-group")).toHaveAttribute("data-name", "Optimizer");
+    await expect(tree2.locator('[role=treeitem][data-kind=group][data-name="Optimizer"]')).toHaveAttribute(
+      "data-bytes",
+      String(cliGroup?.bytes),
+    );
+
+    // Removing it brings the plain tree back; a link with a bad regex says so and keeps the tree.
+    await tree2.getByRole("button", { name: "Remove group Optimizer" }).click();
+    await waitIdle(page);
+    await expect(tree2.locator("[role=treeitem][data-kind=group]")).toHaveCount(0);
+    await page.goto("./#v=1&tg=Broken:attn(");
+    await dropFile(page, real(FILE));
+    await waitIdle(page);
+    const tree3 = page.getByRole("region", { name: "Call tree", exact: true });
+    await expect(tree3.getByTestId("tree-group-error")).toContainText("Broken");
+    await expect(tree3).toHaveAttribute("data-total", String(c.json.totalBytes));
+    await expect(tree3.locator("[role=treeitem][data-kind=group]")).toHaveCount(0);
+    expect(errors.filter((e) => !/ignored/.test(e))).toEqual([]);
+  });
+
+  test("range measures: the tree's bytes equal the CLI's --range; the link keeps the range", async ({
+    page,
+  }) => {
+    const errors = watchConsole(page);
+    const c = cli(["tree", real(FILE), "--range", "0..2780", "--measure", "allocated-in", "--json"]);
+    expect(c.code, c.stderr).toBe(0);
+    const live = cli(["tree", real(FILE), "--range", "0..2780", "--json"]);
+    expect(live.code, live.stderr).toBe(0);
+    const tree = await openFile(page);
+    const picker = tree.getByTestId("tree-range");
+    // A backwards range is said, not measured.
+    await picker.getByLabel("Range from event").fill("9");
+    await picker.getByLabel("Range to event").fill("2");
+    await picker.getByRole("button", { name: "Measure range" }).click();
+    await expect(picker.getByTestId("tree-range-problem")).toBeVisible();
+
+    await picker.getByLabel("Range from event").fill("0");
+    await picker.getByLabel("Range to event").fill("2780");
+    await picker.getByLabel("Range measure").selectOption("allocated-in");
+    await picker.getByRole("button", { name: "Measure range" }).click();
+    await waitIdle(page);
+    await expect(tree.getByTestId("tree-range-facts")).toHaveAttribute("data-measure", "allocated-in");
+    await expect(tree).toHaveAttribute("data-total", String(c.json.totalBytes));
+    await expect(tree.locator('[role=treeitem][data-key="root"]')).toHaveAttribute(
+      "data-bytes",
+      String(c.json.root.bytes),
+    );
+    await picker.getByLabel("Range measure").selectOption("live-at-end");
+    await picker.getByRole("button", { name: "Measure range" }).click();
+    await waitIdle(page);
+    await expect(tree).toHaveAttribute("data-total", String(live.json.totalBytes));
+
+    await page.waitForFunction(() => location.hash.includes("trange=live-at-end:0..2780"));
+    const hash = await page.evaluate(() => location.hash);
+    await page.goto(`./${hash}`);
+    await dropFile(page, real(FILE));
+    await waitIdle(page);
+    const tree2 = page.getByRole("region", { name: "Call tree", exact: true });
+    await expect(tree2.getByTestId("tree-range-facts")).toHaveAttribute("data-measure", "live-at-end");
+    await expect(tree2).toHaveAttribute("data-total", String(live.json.totalBytes));
+    // Back to the moment: the snapshot's tree again.
+    await tree2.getByRole("button", { name: "Back to the moment" }).click();
+    await waitIdle(page);
+    await expect(tree2.getByTestId("tree-range-facts")).toHaveCount(0);
+
+    // An annotation's START..END (Mosaic's example file: record_function spans) as the range.
+    const mosaic = "facebookresearch__mosaic__output.pickle";
+    const m = cli(["tree", real(mosaic), "--range", "2..1037", "--json"]);
+    expect(m.code, m.stderr).toBe(0);
+    await page.goto("./");
+    await dropFile(page, real(mosaic));
+    await waitIdle(page);
+    const tree3 = page.getByRole("region", { name: "Call tree", exact: true });
+    const spans = tree3.getByTestId("tree-range").getByLabel("Range from an annotation");
+    await expect(spans.locator("option", { hasText: "Annotation3 (2..1037)" })).toHaveCount(1);
+    await spans.selectOption({ label: "Annotation3 (2..1037)" });
+    await waitIdle(page);
+    await expect(tree3.getByTestId("tree-range-facts")).toHaveAttribute("data-measure", "live-at-end");
+    await expect(tree3).toHaveAttribute("data-total", String(m.json.totalBytes));
+    await shot(page, "range", tree3);
     expect(errors.filter((e) => !/ignored/.test(e))).toEqual([]);
   });
 

@@ -151,6 +151,42 @@ describe("call tree worker", () => {
     expect(a.root.bytes).toBe(a.totalBytes);
   });
 
+  it("custom groups: the root's children are the groups; a bad regex is reported and left out", () => {
+    const a = treeAnswer(
+      engine,
+      q({
+        groups: [
+          { name: "Optimizer", re: "optimizer\\.py" },
+          { name: "Broken", re: "attn(" },
+        ],
+      }),
+    );
+    expect(a.groupErrors.map((e) => e.name)).toEqual(["Broken"]);
+    expect(a.root.bytes).toBe(a.totalBytes);
+    const names = a.root.children.map((c) => c.name);
+    expect(names).toContain("Optimizer");
+    expect(names).not.toContain("Broken");
+    const search = treeAnswer(engine, q({ search: "/optimizer\\.py/" }));
+    expect(a.root.children.find((c) => c.name === "Optimizer")?.bytes).toBe(search.matchBytes);
+    expect(treeAnswer(engine, q({ groups: [] })).root.bytes).toBe(a.totalBytes);
+  });
+
+  it("a range measure replaces the moment; the CLI's core agrees; annotation spans are offered", () => {
+    const r = engine.device(0).replay;
+    const a = treeAnswer(engine, q({ event: 100, range: { from: 0, to: 2780, measure: "allocated-in" } }));
+    expect(a.range).toEqual({ from: 0, to: 2780, measure: "allocated-in" });
+    expect(a.event).toBe(2780);
+    let sum = 0;
+    const A = r.allocations;
+    for (let k = 0; k < A.length; k++)
+      if (A.allocEvent[k] >= 0 && A.allocEvent[k] <= 2780) sum += A.sizeBytes[k];
+    expect(a.totalBytes).toBe(sum);
+    expect(a.root.bytes).toBe(sum);
+    expect(Array.isArray(a.spans)).toBe(true);
+    // Without a range: the moment as before.
+    expect(treeAnswer(engine, q({ event: 2780 })).range).toBeNull();
+  });
+
   it("exports are of the whole tree: folded lines sum to the total", () => {
     const folded = treeExport(engine, q({ event: 2780 }), "folded");
     const sum = folded
@@ -178,5 +214,24 @@ describe("call tree link parameters", () => {
     expect(back.state.tree).toEqual(state.tree);
     const bad = parseLink("#v=1&tdir=sideways&town=yes");
     expect(bad.notices).toHaveLength(2);
+    // Groups: in order, with `:`, `;`, `%` and `&` inside names and regexes kept.
+    state.tree = {
+      groups: [
+        { name: "Attention", re: ".*attn.*" },
+        { name: "a:b;c", re: "x;y:z%20&w=1|optimizer\\.py" },
+      ],
+    };
+    const g = writeLink(state);
+    expect(g).toContain("tg=Attention:.*attn.*%3B");
+    expect(parseLink(`#${g}`).notices).toEqual([]);
+    expect(parseLink(`#${g}`).state.tree).toEqual(state.tree);
+    expect(parseLink("#v=1&tg=noColon").notices).toHaveLength(1);
+    expect(parseLink("#v=1&tg=A:x;A:y").notices).toHaveLength(1);
+    state.tree = { range: { measure: "freed-in", from: 10, to: 200 } };
+    const rg = writeLink(state);
+    expect(rg).toContain("trange=freed-in:10..200");
+    expect(parseLink(`#${rg}`).state.tree).toEqual(state.tree);
+    expect(parseLink("#v=1&trange=freed-in:9..2").notices).toHaveLength(1);
+    expect(parseLink("#v=1&trange=sometime:1..2").notices).toHaveLength(1);
   });
 });

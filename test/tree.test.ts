@@ -19,6 +19,7 @@ import {
   type CallTreeDiffNode,
   type CallTreeNode,
   diffTrees,
+  type RangeMeasure,
   toCsv,
   toFolded,
   toJson,
@@ -608,6 +609,87 @@ describe("generated traces (generate.py)", () => {
     checkDiff(d);
   });
 
+  it("known run: range measures (live-at-end, allocated-in, freed-in) equal a plain count of the trace", async () => {
+    const out = join(dir, "known-range.pickle");
+    python([GEN, "known", out]);
+    const model = await readSnapshotFile(out);
+    const a = attribute(model);
+    const r = replayOf(model, a, 0);
+    const b = new CallTreeBuilder(model, a);
+    const recs = naiveAllocations(model, 0);
+    // The plain rule per measure, over the allocations the trace entries describe.
+    const counts: Record<RangeMeasure, (x: Rec, from: number, to: number) => boolean> = {
+      "live-at-end": (x, from, to) => x.allocEvent >= from && x.allocEvent <= to && x.freeRequested > to,
+      "allocated-in": (x, from, to) => x.allocEvent >= from && x.allocEvent <= to,
+      "freed-in": (x, from, to) => x.allocEvent <= to && x.freeRequested >= from && x.freeRequested <= to,
+    };
+    const n = r.length;
+    const ranges: [number, number][] = [
+      [0, n - 1],
+      [0, 0],
+      [Math.floor(n / 4), Math.floor(n / 2)],
+      [Math.floor(n / 3), Math.floor((2 * n) / 3)],
+      [Math.floor(n / 2), n - 1],
+      [n - 1, n - 1],
+    ];
+    const errs: string[] = [];
+    let nonEmpty = 0;
+    for (const [from, to] of ranges) {
+      const byMeasure: Record<string, number> = {};
+      for (const measure of Object.keys(counts) as RangeMeasure[]) {
+        let bytes = 0;
+        let blocks = 0;
+        let inexact = 0;
+        for (const x of recs) {
+          if (!counts[measure](x, from, to)) continue;
+          bytes += x.size;
+          blocks++;
+          if (!x.exact) inexact++;
+        }
+        const tree = b.build(r, "snapshot", { range: { from, to, measure } });
+        const where = `${measure} ${from}..${to}`;
+        errs.push(...problems(tree).map((p) => `${where}: ${p}`));
+        if (tree.range?.from !== from || tree.range?.to !== to || tree.event !== to)
+          errs.push(`${where}: range ${JSON.stringify(tree.range)}, event ${tree.event}`);
+        if (tree.totalBlocks !== blocks) errs.push(`${where}: ${tree.totalBlocks} blocks, plain ${blocks}`);
+        const over = tree.totalBytes - bytes;
+        if (inexact === 0 ? over !== 0 : over < 0 || over > inexact * MiB)
+          errs.push(`${where}: ${tree.totalBytes} bytes, plain ${bytes} (${inexact} lower bounds)`);
+        byMeasure[measure] = tree.totalBytes;
+        if (tree.totalBytes > 0) nonEmpty++;
+        // The tree's own code paths: the same measure with a group and bottom-up keeps every byte.
+        const g = b.build(r, "snapshot", {
+          range: { from, to, measure },
+          orientation: "bottom-up",
+          groups: { adam: "adam\\.py" },
+        });
+        if (g.root.bytes !== tree.root.bytes)
+          errs.push(`${where}: grouped ${g.root.bytes} ≠ ${tree.root.bytes}`);
+      }
+      if (byMeasure["live-at-end"] > byMeasure["allocated-in"])
+        errs.push(`${from}..${to}: live-at-end > allocated-in`);
+    }
+    expect(errs).toEqual([]);
+    expect(nonEmpty).toBeGreaterThan(6);
+    // The whole trace live at its end, plus what was there before the trace and is still live, is the end.
+    const whole = b.build(r, "snapshot", { range: { from: 0, to: n - 1, measure: "live-at-end" } });
+    const before = recs
+      .filter((x) => x.allocEvent < 0 && x.freeRequested > n - 1)
+      .reduce((s2, x) => s2 + x.size, 0);
+    expect(whole.totalBytes + before).toBe(allocatedColumn(r, n - 1));
+    // Out-of-order or out-of-trace ends are clamped.
+    expect(b.build(r, "snapshot", { range: { from: n + 5, to: -3, measure: "allocated-in" } }).range).toEqual(
+      {
+        from: 0,
+        to: n - 1,
+        measure: "allocated-in",
+      },
+    );
+    expect(() => b.build(null, "snapshot", { range: { from: 0, to: 1, measure: "freed-in" } })).toThrow(
+      RangeError,
+    );
+  });
+
   it("known run: module roll-up puts the forward's activations under forward frames", async () => {
     const out = join(dir, "known-module.pickle");
     python([GEN, "known", out]);
@@ -835,6 +917,21 @@ describe("memscope tree (CLI)", () => {
     expect(await runTree([out, "--at", "-1", "--csv"], io)).toBe(0);
     expect(io.out.split("\n")[0]).toMatch(/^depth,key,kind,name/);
     io = capture();
+    expect(await runTree([out, "--range", `0..${tr.peak.eventIndex}`, "--json"], io)).toBe(0);
+    const rg = JSON.parse(io.out);
+    expect(rg.range).toEqual({ from: 0, to: tr.peak.eventIndex, measure: "live-at-end" });
+    expect(rg.root.bytes).toBe(rg.totalBytes);
+    for (const m of ["allocated-in", "freed-in"]) {
+      io = capture();
+      expect(
+        await runTree([out, "--range", `0..${tr.peak.eventIndex}`, "--measure", m, "--folded"], io),
+      ).toBe(0);
+      expect(foldedSum(io.out)).toBeGreaterThan(0);
+    }
+    io = capture();
+    expect(await runTree([out, "--range=1..2", "--measure=freed-in"], io)).toBe(0);
+    expect(io.out).toContain("events 1..2 (freed-in");
+    io = capture();
     expect(await runTree([out, "--search", "adam.py", "--at", "peak"], io)).toBe(0);
     expect(io.out).toMatch(/search "adam\.py": 72\.00 MiB/); // exp_avg + exp_avg_sq + the foreach temporaries
   });
@@ -853,6 +950,12 @@ describe("memscope tree (CLI)", () => {
       [out, "--search", "/(/"],
       [out, "--device", "7"],
       [out, "--bogus"],
+      [out, "--range", "5"],
+      [out, "--range", "9..2"],
+      [out, "--range", "0..99999"],
+      [out, "--measure", "freed-in"],
+      [out, "--range", "0..2", "--measure", "sometime"],
+      [out, "--range", "0..2", "--at", "peak"],
       [join(dir, "missing.pickle")],
     ];
     for (const args of bad) {

@@ -18,6 +18,7 @@ import type {
   CallTreeDiffNode,
   CallTreeNode,
   CallTreeOptions,
+  CallTreeRange,
   TreeFrameRef,
   TreeNodeKind,
   TreeOrientation,
@@ -37,6 +38,10 @@ export interface TreeQuery {
   hideLibrary: boolean;
   /** Text or /regex/flags; "" for none. */
   search: string;
+  /** Custom groups, in order (absent / empty: none); a group whose regex does not compile is left out. */
+  groups?: { name: string; re: string }[];
+  /** A measure over events from..to instead of the moment `event` (the device needs a trace). */
+  range?: CallTreeRange | null;
   /** Pruning: the `maxNodes` largest nodes (default 2000) and those ≥ `minShare` of the total (0.001),
    * never more than 2 × maxNodes. */
   maxNodes?: number;
@@ -83,6 +88,12 @@ export interface TreeAnswer {
   matchBytes: number | null;
   /** The search could not be used (a bad /regex/): the message; the tree is built without it. */
   searchError: string | null;
+  /** Groups left out: their regex does not compile (name: message). */
+  groupErrors: { name: string; message: string }[];
+  /** The range measured (clamped to the trace), or null for one moment. */
+  range: CallTreeRange | null;
+  /** The trace's annotation spans (record_function START/END) with both ends, as event ranges. */
+  spans: { name: string; from: number; to: number }[];
   nodeCount: number;
   shownNodes: number;
   /** Nodes under this many bytes were summed into "… N more" nodes. */
@@ -208,13 +219,53 @@ function options(q: Omit<TreeQuery, "event">, search: boolean): CallTreeOptions 
     device: q.device,
   };
   if (search && q.search) o.search = q.search;
+  if (q.range) o.range = q.range;
+  const groups = usableGroups(q.groups).groups;
+  if (groups) o.groups = groups;
   return o;
+}
+
+function spansOf(engine: Engine, device: number): { name: string; from: number; to: number }[] {
+  const { replay } = momentOf(engine, device, 0);
+  if (!replay) return [];
+  const out: { name: string; from: number; to: number }[] = [];
+  for (const a of replay.markers.annotations) {
+    if (a.startEvent === null || a.endEvent === null) continue;
+    out.push({ name: a.name, from: a.startEvent, to: Math.max(a.startEvent, a.endEvent - 1) });
+    if (out.length >= 200) break;
+  }
+  return out;
+}
+
+/** The groups whose regex compiles (null: none), and why the others were left out. */
+function usableGroups(groups: TreeQuery["groups"]): {
+  groups: Record<string, string> | null;
+  errors: { name: string; message: string }[];
+} {
+  const out: Record<string, string> = {};
+  const errors: { name: string; message: string }[] = [];
+  let n = 0;
+  for (const g of groups ?? []) {
+    if (g.name in out) continue;
+    try {
+      new RegExp(g.re);
+    } catch (e) {
+      errors.push({ name: g.name, message: e instanceof Error ? e.message : String(e) });
+      continue;
+    }
+    out[g.name] = g.re;
+    n++;
+  }
+  return { groups: n > 0 ? out : null, errors };
 }
 
 /** The whole tree of a query, with the search message when its /regex/ is bad. */
 function fullTree(engine: Engine, q: TreeQuery): { tree: CallTree; searchError: string | null } {
   const b = builderOf(engine);
-  const { replay, at } = momentOf(engine, q.device, q.event);
+  // A range needs the device's trace; without one the moment (the snapshot) is shown.
+  const ranged = q.range ? momentOf(engine, q.device, 0) : null;
+  const { replay, at } = ranged?.replay ? ranged : momentOf(engine, q.device, q.event);
+  if (q.range && !ranged?.replay) q = { ...q, range: null };
   if (q.search) {
     try {
       searchTest(q.search);
@@ -371,6 +422,9 @@ export function treeAnswer(engine: Engine, q: TreeQuery): TreeAnswer {
     matchShown: pruned.matchShown,
     matchBytes: tree.matchBytes,
     searchError,
+    groupErrors: usableGroups(q.groups).errors,
+    range: tree.range ?? null,
+    spans: spansOf(engine, q.device),
     nodeCount: tree.nodeCount,
     shownNodes: pruned.shown,
     minBytes: pruned.minBytes,

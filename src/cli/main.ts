@@ -16,7 +16,7 @@ export const USAGE = `usage:
   memscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]
   memscope ranks FILE... [--json] [--jobs N]
   memscope whatif FILE [--counters SIDECAR] [--device N] [--remove SPEC]... [--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--capacity SIZE] [--json]
-  memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up] [--folded] [--json] [--csv] [--group NAME=REGEX]... [--search TEXT|/RE/]
+  memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up] [--folded] [--json] [--csv] [--group NAME=REGEX]... [--search TEXT|/RE/] [--range A..B [--measure live-at-end|allocated-in|freed-in]]
   memscope help
 
   inspect  what the reader found: counts, actions, totals per device

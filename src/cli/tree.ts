@@ -1,7 +1,8 @@
 // `memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up]
 //  [--folded | --json | --csv] [--group NAME=REGEX]... [--search TEXT] [--own-code-only] [--hide-library]
-//  [--depth N] [--top N]`
-// The call tree of the live allocated memory at one moment. Exit 0: printed; 1: bad usage or unreadable input.
+//  [--depth N] [--top N] [--range A..B [--measure live-at-end|allocated-in|freed-in]]`
+// The call tree of the live allocated memory at one moment, or of a measure over events A..B (both
+// included): live-at-end (default; allocated in it, not freed by B), allocated-in, freed-in. Exit 0: printed; 1: bad usage or unreadable input.
 
 import { attribute } from "../core/attribution/index";
 import { SnapshotReadError } from "../core/formats/errors";
@@ -12,7 +13,7 @@ import { formatMiB as formatBytes } from "../core/report/format";
 import { buildCallTree } from "../core/tree/builder";
 import { toCsv, toFolded, toJson } from "../core/tree/export";
 import { renderTreeText } from "../core/tree/text";
-import type { CallTreeOptions, TreeMoment } from "../core/tree/types";
+import type { CallTreeOptions, RangeMeasure, TreeMoment } from "../core/tree/types";
 import { exactBytesShort } from "../core/units";
 import { readSnapshotFile } from "./read-file";
 
@@ -28,7 +29,8 @@ export interface TreeDeps {
 const USAGE =
   "usage: memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up]\n" +
   "                          [--folded | --json | --csv] [--group NAME=REGEX]... [--search TEXT]\n" +
-  "                          [--own-code-only] [--hide-library] [--depth N] [--top N]\n";
+  "                          [--own-code-only] [--hide-library] [--depth N] [--top N]\n" +
+  "                          [--range A..B [--measure live-at-end|allocated-in|freed-in]]\n";
 
 interface Args {
   file: string;
@@ -43,12 +45,28 @@ interface Args {
   hideLibrary: boolean;
   depth: number;
   top: number;
+  /** --range A..B: events, both included. */
+  range: { from: number; to: number } | null;
+  measure: RangeMeasure | null;
+  atGiven: boolean;
 }
+
+const MEASURES: readonly RangeMeasure[] = ["live-at-end", "allocated-in", "freed-in"];
 
 class UsageError extends Error {}
 
 const FLAGS = new Set(["--bottom-up", "--folded", "--json", "--csv", "--own-code-only", "--hide-library"]);
-const VALUED = new Set(["--at", "--device", "--by", "--group", "--search", "--depth", "--top"]);
+const VALUED = new Set([
+  "--at",
+  "--device",
+  "--by",
+  "--group",
+  "--search",
+  "--depth",
+  "--top",
+  "--range",
+  "--measure",
+]);
 
 function wholeNumber(flag: string, value: string, min: number): number {
   const n = Number(value);
@@ -73,6 +91,9 @@ function parseArgs(args: string[]): Args {
     hideLibrary: false,
     depth: 8,
     top: 6,
+    range: null,
+    measure: null,
+    atGiven: false,
   };
   const files: string[] = [];
   const outputs: string[] = [];
@@ -95,7 +116,19 @@ function parseArgs(args: string[]): Args {
         value = args[++i];
         if (value === undefined || value.startsWith("--")) throw new UsageError(`${a} needs a value`);
       }
-      if (a === "--at") {
+      if (a === "--range") {
+        const m = /^(\d+)\.\.(\d+)$/.exec(value.trim());
+        if (!m) throw new UsageError(`--range takes A..B (event numbers), not ${value}`);
+        const from = Number(m[1]);
+        const to = Number(m[2]);
+        if (from > to) throw new UsageError(`--range ${value}: A is after B`);
+        out.range = { from, to };
+      } else if (a === "--measure") {
+        if (!(MEASURES as readonly string[]).includes(value))
+          throw new UsageError(`--measure takes ${MEASURES.join(", ")}, not ${value}`);
+        out.measure = value as RangeMeasure;
+      } else if (a === "--at") {
+        out.atGiven = true;
         out.at = value === "snapshot" || value === "peak" ? value : wholeNumber("--at", value, -1);
       } else if (a === "--device") out.device = wholeNumber(a, value, 0);
       else if (a === "--depth") out.depth = wholeNumber(a, value, 1);
@@ -128,11 +161,23 @@ function parseArgs(args: string[]): Args {
       throw new UsageError(`--group ${name}: ${(e as Error).message}`);
     }
   }
+  if (out.measure && !out.range) throw new UsageError("--measure needs --range A..B");
+  if (out.range && out.atGiven) throw new UsageError("--at and --range do not go together");
   out.file = files[0];
   return out;
 }
 
 function momentText(args: Args, event: number | null): string {
+  if (args.range) {
+    const m = args.measure ?? "live-at-end";
+    const what =
+      m === "live-at-end"
+        ? "allocated in it and still live at its end"
+        : m === "allocated-in"
+          ? "allocated in it, freed or not"
+          : "freed in it";
+    return `events ${args.range.from}..${args.range.to} (${m}: ${what})`;
+  }
   if (args.at === "snapshot") return "at the snapshot";
   if (args.at === "peak") return `at the peak (after event ${event})`;
   return event === -1 ? "before the first event" : `after event ${event}`;
@@ -165,7 +210,7 @@ export async function runTree(
   const attribution = attribute(model);
   let replay: Replay | null = null;
   let device: number | null = args.device;
-  if (args.at === "snapshot") {
+  if (args.at === "snapshot" && !args.range) {
     if (device !== null) {
       let found = false;
       for (let s = 0; s < model.segments.length && !found; s++) found = model.segments.device[s] === device;
@@ -179,7 +224,13 @@ export async function runTree(
     const trace = d >= 0 ? model.traces[d] : undefined;
     if (!trace || trace.length === 0) {
       io.stderr(
-        `memscope tree: ${args.file} has no trace${device === null ? "" : ` on device ${device}`}: --at ${args.at} needs device_traces.\n`,
+        `memscope tree: ${args.file} has no trace${device === null ? "" : ` on device ${device}`}: ${args.range ? "--range" : `--at ${args.at}`} needs device_traces.\n`,
+      );
+      return 1;
+    }
+    if (args.range && args.range.to >= trace.length) {
+      io.stderr(
+        `memscope tree: --range ${args.range.from}..${args.range.to} is past the end of device ${d}'s trace (events 0–${trace.length - 1}).\n`,
       );
       return 1;
     }
@@ -215,6 +266,7 @@ export async function runTree(
   };
   if (args.search) opts.search = args.search;
   if (Object.keys(args.groups).length > 0) opts.groups = args.groups;
+  if (args.range) opts.range = { ...args.range, measure: args.measure ?? "live-at-end" };
   let tree: ReturnType<typeof buildCallTree>;
   try {
     tree = buildCallTree(model, attribution, replay, args.at, opts);
@@ -227,7 +279,7 @@ export async function runTree(
   }
 
   if (args.output === "json") {
-    io.stdout(`${JSON.stringify(toJson(tree))}\n`);
+    io.stdout(`${JSON.stringify(tree.range ? { ...toJson(tree), range: tree.range } : toJson(tree))}\n`);
     return 0;
   }
   if (args.output === "folded") {

@@ -9,7 +9,17 @@ import { liveAllocationsAt } from "../replay/state";
 import { Origin, type Replay, SITE_BEFORE_TRACE } from "../replay/types";
 import { combine, hex2, SEED1, SEED2 } from "./hash";
 import { type Item, PathTable, type View } from "./paths";
-import type { CallTree, CallTreeNode, CallTreeOptions, TreeMoment } from "./types";
+import type { CallTree, CallTreeNode, CallTreeOptions, CallTreeRange, TreeMoment } from "./types";
+
+/** A range within the trace's events (0 … length − 1, from ≤ to). */
+export function clampRange(r: Replay, g: CallTreeRange): CallTreeRange {
+  const last = r.length - 1;
+  const c = (x: number) => Math.max(0, Math.min(last, Math.floor(x)));
+  let from = c(g.from);
+  let to = c(g.to);
+  if (from > to) [from, to] = [to, from];
+  return { from, to, measure: g.measure };
+}
 
 /** Why an allocation has no stack: the no-stack node it goes under. */
 const REASON_NO_STACK = 0;
@@ -196,6 +206,33 @@ export class CallTreeBuilder {
     return { bytes: total, blocks: count };
   }
 
+  /** The allocations a range measure counts (see CallTreeOptions.range). */
+  private aggregateRange(r: Replay, g: CallTreeRange): { bytes: number; blocks: number } {
+    const A = r.allocations;
+    const ae = A.allocEvent;
+    const fr = A.freeRequestedEvent;
+    const { from, to, measure } = g;
+    let total = 0;
+    let count = 0;
+    for (let k = 0; k < A.length; k++) {
+      const a = ae[k];
+      const f = fr[k];
+      const inRange =
+        measure === "freed-in"
+          ? a <= to && f >= from && f <= to
+          : a >= from && a <= to && (measure === "allocated-in" || f > to);
+      if (!inRange) continue;
+      const size = A.sizeBytes[k];
+      const s = A.stack[k];
+      total += size;
+      count++;
+      if (this.isEmpty(s)) {
+        this.addNoStack(this.reasonOfSite(A.site[k]), A.category[k], this.ruleOfAllocation(r, k), size);
+      } else this.addStack(s, size, A.category[k]);
+    }
+    return { bytes: total, blocks: count };
+  }
+
   // ---- search and groups ----
 
   private search(query: string): SearchState {
@@ -319,9 +356,17 @@ export class CallTreeBuilder {
     let event: number | null = null;
     let device: number | null;
     let kind: CallTree["at"];
+    let range: CallTreeRange | undefined;
     this.reset();
     let totals: { bytes: number; blocks: number };
-    if (at === "snapshot") {
+    if (opts.range) {
+      if (!replay) throw new RangeError("the call tree of a range needs a replay");
+      kind = "event";
+      device = replay.device;
+      range = clampRange(replay, opts.range);
+      event = range.to;
+      totals = this.aggregateRange(replay, range);
+    } else if (at === "snapshot") {
       kind = "snapshot";
       device = opts.device ?? null;
       totals = this.aggregateSnapshot(device);
@@ -489,6 +534,7 @@ export class CallTreeBuilder {
       matchBytes,
       nodeCount: 0,
     };
+    if (range) tree.range = range;
     tree.nodeCount = n;
     this.reset();
     return tree;

@@ -17,6 +17,8 @@ export type {
   CallTreeDiffNode,
   CallTreeNode,
   CallTreeOptions,
+  CallTreeRange,
+  RangeMeasure,
   TreeFrameRef,
   TreeMoment,
   TreeNodeKind,

@@ -83,6 +83,19 @@ export interface CallTreeOptions {
   groups?: Record<string, string | RegExp>;
   /** Snapshot only: the blocks of one device's segments (default: every device). Replays are one device. */
   device?: number | null;
+  /** A time range of the replay (events `from`..`to`, both included) instead of one moment (`at` is then
+   * not used): "live-at-end": allocated in the range and not freed by its end; "allocated-in": allocated
+   * in the range, freed or not; "freed-in": allocated before or in the range and freed (free requested) in
+   * it. Bytes: rounded sizes, by the allocation table's allocEvent / freeRequestedEvent. */
+  range?: CallTreeRange;
+}
+
+export type RangeMeasure = "live-at-end" | "allocated-in" | "freed-in";
+
+export interface CallTreeRange {
+  from: number;
+  to: number;
+  measure: RangeMeasure;
 }
 
 export interface CallTree {
@@ -93,6 +106,9 @@ export interface CallTree {
   at: "snapshot" | "peak" | "event";
   orientation: TreeOrientation;
   by: "stack" | "module";
+  /** The range measured (opts.range, clamped to the trace); then `event` is its `to`, `at` "event", and
+   * totalBytes the measure's bytes. */
+  range?: CallTreeRange;
   /** Live allocated bytes at that moment (rounded block bytes): replay.allocated[event] (initial for −1),
    * or Σ active_allocated blocks at the snapshot. Equals root.bytes + hiddenBytes. */
   totalBytes: number;

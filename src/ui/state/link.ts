@@ -19,7 +19,7 @@
 // | whatif          | the chosen what-if: `memscope whatif` options (`--scale category:parameters=1/2 …`)  |
 // | link            | comparison: `0` when zoom and cursor are not linked                                  |
 // | align           | comparison: `start` or `snapshot` (the first `_snapshot()` marker of each file)       |
-// | tq, tdir, tby, town, thide | the call tree's search and filters, page-wide (treeLink.ts)               |
+// | tq, tdir, tby, town, thide, tg, trange | the call tree's search, filters, groups and range (treeLink.ts) |
 
 import { isTreeKey, parseTreeParam, type TreeLink, writeTreeParams } from "./treeLink";
 

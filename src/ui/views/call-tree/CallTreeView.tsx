@@ -4,6 +4,8 @@
 // the search ("Search frames", text or /regex/) highlighting the nodes here, the allocations on the
 // timeline and the blocks in the segment map. Clicking a node pins its full stack below. Exports: folded
 // stacks, JSON, CSV (the whole tree, from the worker), PNG and SVG (the icicle), all made in the page.
+// Custom groups (name + regex, the root's children) and a range measure (two events or an annotation's
+// START..END instead of the moment) travel in the share link (`tg`, `trange`).
 
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import type { TreeAnswer, TreeExportFormat, TreeNodeOut, TreeQuery } from "../../../../workers/api";
@@ -12,6 +14,7 @@ import { themeColors } from "../../components/Canvas";
 import { formatBytes, formatCount, formatPercent } from "../../format";
 import { useSide } from "../../state/store";
 import "./call-tree.css";
+import type { TreeRangeLink } from "../../state/treeLink";
 import { fileStem, saveBlob, saveText } from "./download";
 import { drawIcicle, ICICLE_ROW, Icicle, icicleLayout, icicleSvg } from "./Icicle";
 import { indexTree, momentTag, momentWords, type NodeIndex, pathTo } from "./model";
@@ -54,11 +57,13 @@ export function CallTreeView() {
   const ownCodeOnly = useCallTree((t) => t.ownCodeOnly);
   const hideLibrary = useCallTree((t) => t.hideLibrary);
   const search = useCallTree((t) => t.search);
+  const groups = useCallTree((t) => t.groups);
+  const range = useCallTree((t) => t.range);
   const setFilters = useCallTree((t) => t.set);
 
   const query: TreeQuery = useMemo(
-    () => ({ device, event, orientation, by, ownCodeOnly, hideLibrary, search }),
-    [device, event, orientation, by, ownCodeOnly, hideLibrary, search],
+    () => ({ device, event, orientation, by, ownCodeOnly, hideLibrary, search, groups, range }),
+    [device, event, orientation, by, ownCodeOnly, hideLibrary, search, groups, range],
   );
   const key = panel ? JSON.stringify(query) : null;
   const run = useCallback((q: TreeQuery) => ask((api) => api.tree(q)), [ask]);
@@ -359,6 +364,8 @@ export function CallTreeView() {
           </button>
         </span>
       </div>
+      <GroupEditor answer={answer} />
+      {replay && <RangePicker answer={answer} events={replay.events} />}
       {latest.error && <p className="status-fail">The call tree could not be built: {latest.error}</p>}
       {answer && <Facts answer={answer} search={search} />}
       {answer && <CategoryKey answer={answer} colors={colors} />}
@@ -578,9 +585,15 @@ function Facts({ answer, search }: { answer: TreeAnswer; search: string }) {
   const total = answer.totalBytes;
   return (
     <div className="ct-facts small">
+      {answer.range && (
+        <div data-testid="tree-range-facts" data-measure={answer.range.measure}>
+          Events {answer.range.from}..{answer.range.to}, {answer.range.measure}:{" "}
+          {MEASURE_WORDS[answer.range.measure]} (instead of the pinned moment).
+        </div>
+      )}
       <div>
-        <Bytes value={total} testId="tree-total" /> allocated in {formatCount(answer.totalBlocks)} blocks
-        (rounded block bytes, as the allocator counts them).
+        <Bytes value={total} testId="tree-total" /> {answer.range ? "measured" : "allocated"} in{" "}
+        {formatCount(answer.totalBlocks)} blocks (rounded block bytes, as the allocator counts them).
         {answer.hiddenBytes > 0 && (
           <>
             {" "}
@@ -824,6 +837,215 @@ function CategoryBar({
         />
       ))}
     </span>
+  );
+}
+
+const MEASURE_WORDS: Record<TreeRangeLink["measure"], string> = {
+  "live-at-end": "allocated in the range and still live at its end",
+  "allocated-in": "allocated in the range, freed or not",
+  "freed-in": "allocated before or in the range and freed in it",
+};
+
+/** A time range instead of the pinned moment: two event numbers (or an annotation's START..END) and a
+ * measure; the tree then holds that measure's bytes (rounded sizes). */
+function RangePicker({ answer, events }: { answer: TreeAnswer | null; events: number }) {
+  const range = useCallTree((t) => t.range);
+  const setFilters = useCallTree((t) => t.set);
+  const [measure, setMeasure] = useState<TreeRangeLink["measure"]>(range?.measure ?? "live-at-end");
+  const [from, setFrom] = useState(String(range?.from ?? 0));
+  const [to, setTo] = useState(String(range?.to ?? Math.max(0, events - 1)));
+  const [problem, setProblem] = useState<string | null>(null);
+  useEffect(() => {
+    if (!range) return;
+    setMeasure(range.measure);
+    setFrom(String(range.from));
+    setTo(String(range.to));
+  }, [range]);
+  const apply = (f: string, t: string, m: TreeRangeLink["measure"]) => {
+    const a = Number(f);
+    const b = Number(t);
+    if (
+      !Number.isInteger(a) ||
+      !Number.isInteger(b) ||
+      a < 0 ||
+      b < 0 ||
+      f.trim() === "" ||
+      t.trim() === ""
+    ) {
+      setProblem("The range takes two event numbers ≥ 0.");
+      return;
+    }
+    if (a > b) {
+      setProblem(`Event ${a} is after event ${b}.`);
+      return;
+    }
+    if (b >= events) {
+      setProblem(`The trace has events 0–${events - 1}.`);
+      return;
+    }
+    setProblem(null);
+    setFilters({ range: { from: a, to: b, measure: m } });
+  };
+  const spans = answer?.spans ?? [];
+  return (
+    <div className="toolbar ct-range" data-testid="tree-range">
+      <span className="label" title="A time range instead of the timeline's pinned moment">
+        range
+      </span>
+      <select
+        aria-label="Range measure"
+        value={measure}
+        onChange={(e) => setMeasure(e.currentTarget.value as TreeRangeLink["measure"])}
+      >
+        {(Object.keys(MEASURE_WORDS) as TreeRangeLink["measure"][]).map((m) => (
+          <option key={m} value={m} title={MEASURE_WORDS[m]}>
+            {m}
+          </option>
+        ))}
+      </select>
+      <label>
+        from event{" "}
+        <input
+          type="number"
+          aria-label="Range from event"
+          min={0}
+          max={events - 1}
+          value={from}
+          onChange={(e) => setFrom(e.currentTarget.value)}
+        />
+      </label>
+      <label>
+        to{" "}
+        <input
+          type="number"
+          aria-label="Range to event"
+          min={0}
+          max={events - 1}
+          value={to}
+          onChange={(e) => setTo(e.currentTarget.value)}
+        />
+      </label>
+      {spans.length > 0 && (
+        <select
+          aria-label="Range from an annotation"
+          value=""
+          onChange={(e) => {
+            const s = spans[Number(e.currentTarget.value)];
+            if (!s) return;
+            setFrom(String(s.from));
+            setTo(String(s.to));
+            apply(String(s.from), String(s.to), measure);
+          }}
+        >
+          <option value="">annotation…</option>
+          {spans.map((s, i) => (
+            <option key={`${s.name}-${s.from}`} value={i}>
+              {s.name} ({s.from}..{s.to})
+            </option>
+          ))}
+        </select>
+      )}
+      <button type="button" onClick={() => apply(from, to, measure)}>
+        Measure range
+      </button>
+      <button type="button" disabled={!range} onClick={() => setFilters({ range: null })}>
+        Back to the moment
+      </button>
+      {problem && (
+        <span className="status-fail" data-testid="tree-range-problem">
+          {problem}
+        </span>
+      )}
+    </div>
+  );
+}
+
+/** Custom groups (Mosaic's custom categories): a name and a regex over `filename:line:name`; the root's
+ * children become one node per group (the first group matching a frame of the stack), plus `(no group)`.
+ * A regex that does not compile is said here (the worker leaves that group out); nothing throws. */
+function GroupEditor({ answer }: { answer: TreeAnswer | null }) {
+  const groups = useCallTree((t) => t.groups);
+  const setFilters = useCallTree((t) => t.set);
+  const [name, setName] = useState("");
+  const [re, setRe] = useState("");
+  const [problem, setProblem] = useState<string | null>(null);
+  const add = () => {
+    const n = name.trim();
+    if (n.length === 0 || re.length === 0) {
+      setProblem("A group needs a name and a regex.");
+      return;
+    }
+    if (groups.some((g) => g.name === n)) {
+      setProblem(`There is already a group ${n}.`);
+      return;
+    }
+    try {
+      new RegExp(re);
+    } catch (e) {
+      setProblem(`The regex of ${n} is not usable: ${e instanceof Error ? e.message : String(e)}`);
+      return;
+    }
+    setProblem(null);
+    setFilters({ groups: [...groups, { name: n, re }] });
+    setName("");
+    setRe("");
+  };
+  const errors = answer?.groupErrors ?? [];
+  return (
+    <div className="toolbar ct-groups" data-testid="tree-groups">
+      <span className="label" title="Group the tree by regexes over frames (filename:line:name)">
+        groups
+      </span>
+      {groups.map((g) => (
+        <span key={g.name} className="ct-group-chip" data-testid="tree-group" data-name={g.name}>
+          <b>{g.name}</b> = <code>{g.re}</code>{" "}
+          <button
+            type="button"
+            aria-label={`Remove group ${g.name}`}
+            onClick={() => setFilters({ groups: groups.filter((x) => x.name !== g.name) })}
+          >
+            ×
+          </button>
+        </span>
+      ))}
+      <input
+        type="text"
+        aria-label="Group name"
+        placeholder="name, e.g. Attention"
+        value={name}
+        spellCheck={false}
+        size={12}
+        onChange={(e) => setName(e.currentTarget.value)}
+        onKeyDown={(e) => {
+          if (e.key === "Enter") add();
+        }}
+      />
+      <input
+        type="text"
+        aria-label="Group regex"
+        placeholder="regex, e.g. .*attn.*"
+        value={re}
+        spellCheck={false}
+        size={18}
+        onChange={(e) => setRe(e.currentTarget.value)}
+        onKeyDown={(e) => {
+          if (e.key === "Enter") add();
+        }}
+      />
+      <button type="button" onClick={add}>
+        Add group
+      </button>
+      {problem && (
+        <span className="status-fail" data-testid="tree-group-problem">
+          {problem}
+        </span>
+      )}
+      {errors.map((e) => (
+        <span key={e.name} className="status-fail" data-testid="tree-group-error">
+          Group {e.name} is left out: its regex is not usable ({e.message}).
+        </span>
+      ))}
+    </div>
   );
 }
 

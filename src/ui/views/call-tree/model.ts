@@ -44,13 +44,22 @@ export function inMatch(path: TreeNodeOut[]): boolean {
   return path.some((n) => n.match);
 }
 
-export function momentWords(a: { at: string; event: number | null }, peakEvent: number | null): string {
+interface Moment {
+  at: string;
+  event: number | null;
+  range?: { from: number; to: number; measure: string } | null;
+}
+
+export function momentWords(a: Moment, peakEvent: number | null): string {
+  if (a.range)
+    return `${a.range.measure}, events #${a.range.from.toLocaleString("en-US")}–#${a.range.to.toLocaleString("en-US")}`;
   if (a.at === "snapshot" || a.event === null) return "at the snapshot";
   if (a.event === -1) return "before the first trace event";
   return `after event #${a.event.toLocaleString("en-US")}${a.event === peakEvent ? " (the peak)" : ""}`;
 }
 
-export function momentTag(a: { at: string; event: number | null }): string {
+export function momentTag(a: Moment): string {
+  if (a.range) return `${a.range.measure}-${a.range.from}-${a.range.to}`;
   return a.at === "snapshot" || a.event === null ? "snapshot" : `event${a.event}`;
 }
 

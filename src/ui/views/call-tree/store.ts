@@ -3,7 +3,7 @@
 // committed query (the input commits after a pause, or on Enter), so every view asks for the same one.
 
 import { create } from "zustand";
-import type { TreeLink } from "../../state/treeLink";
+import type { TreeGroup, TreeLink, TreeRangeLink } from "../../state/treeLink";
 
 export interface TreeFilters {
   orientation: "top-down" | "bottom-up";
@@ -12,6 +12,10 @@ export interface TreeFilters {
   hideLibrary: boolean;
   /** Text or /regex/flags; "" for none. */
   search: string;
+  /** Custom groups (the root's children, first match wins): a name and a regex over `filename:line:name`. */
+  groups: TreeGroup[];
+  /** A measure over events from..to (the file's trace) instead of the pinned moment; null: the moment. */
+  range: TreeRangeLink | null;
 }
 
 export const DEFAULT_FILTERS: TreeFilters = {
@@ -20,6 +24,8 @@ export const DEFAULT_FILTERS: TreeFilters = {
   ownCodeOnly: false,
   hideLibrary: false,
   search: "",
+  groups: [],
+  range: null,
 };
 
 interface CallTreeState extends TreeFilters {
@@ -40,6 +46,8 @@ export function treeLinkState(): TreeLink | undefined {
   if (s.by !== "stack") t.by = s.by;
   if (s.ownCodeOnly) t.own = true;
   if (s.hideLibrary) t.hide = true;
+  if (s.range) t.range = { ...s.range };
+  if (s.groups.length > 0) t.groups = s.groups.map((g) => ({ ...g }));
   return Object.keys(t).length > 0 ? t : undefined;
 }
 
@@ -51,6 +59,8 @@ export function applyTreeLink(t: TreeLink | undefined): void {
     by: t?.by ?? "stack",
     ownCodeOnly: t?.own ?? false,
     hideLibrary: t?.hide ?? false,
+    groups: t?.groups ? t.groups.map((g) => ({ ...g })) : [],
+    range: t?.range ? { ...t.range } : null,
   });
 }
 
