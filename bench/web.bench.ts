@@ -23,8 +23,20 @@
 //   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
 //   BENCH_WEB_PORT=0               port for scripts/serve.mjs (0: a free one)
 //   BENCH_WEB_VERBOSE=1            also print each run's data-state/data-busy transitions
+//   BENCH_WEB_RANKS=16             also open that many 100 MB rank files at once (hard links to the
+//                                  generated 100 MB file) into the rank overview: time until every row is
+//                                  in, and the renderer's peak RSS beside one 100 MB file's (0: skip)
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { loadavg } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { type Browser, type CDPSession, chromium, type Page } from "@playwright/test";
@@ -704,12 +716,70 @@ async function main() {
         printRun(r);
       }
     }
+    const ranks = Number(process.env.BENCH_WEB_RANKS ?? 16);
+    if (ranks > 0) await ranksRun(browser, url, ranks, results);
   } finally {
     await browser?.close().catch(() => {});
     proc.kill();
   }
   printTable(results);
   log(`\nload average at the end ${la()}; bench took ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+/**
+ * N rank files of 100 MB picked at once: the rank overview reads them one after another (two workers) and
+ * keeps summaries only. Prints the time until all N rows are in and the renderer's peak RSS (page and its
+ * workers), beside the peak of one 100 MB file's load in this run.
+ */
+async function ranksRun(browser: Browser, url: string, n: number, results: Run[]): Promise<void> {
+  const big = join(TMP, "big-100mb.pickle");
+  if (!existsSync(big)) {
+    execFileSync("python3", [join(ROOT, "test/gen/generate.py"), "big", "--target-mb", "100", big], {
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+  }
+  const dir = join(TMP, `ranks${n}`);
+  mkdirSync(dir, { recursive: true });
+  const files = Array.from({ length: n }, (_, r) => {
+    const f = join(dir, `snapshot_rank${r}.pickle`);
+    if (!existsSync(f)) linkSync(big, f);
+    return f;
+  });
+  log(
+    `\n${n} ranks × ${(statSync(big).size / 1e6).toFixed(1)} MB (hard links to ${basename(big)}), picked at once`,
+  );
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(url);
+  await page.waitForTimeout(SETTLE_MS);
+  let peak = rendererRss(browserPid);
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      peak = Math.max(peak, rendererRss(browserPid));
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  const t0 = Date.now();
+  await page.getByTestId("file-input").setInputFiles(files, { timeout: 600_000 });
+  await page
+    .getByRole("region", { name: "Rank overview" })
+    .getByTestId("rank-row")
+    .nth(n - 1)
+    .waitFor({ timeout: 600_000 });
+  await page.waitForFunction(() => document.body.dataset.busy !== "1", null, { timeout: 600_000 });
+  const seconds = (Date.now() - t0) / 1000;
+  sampling = false;
+  await sampler;
+  await context.close();
+  const one = results.filter((r) => r.file.includes("100 MB") && Number.isFinite(r.rendererRss));
+  const oneRss = one.length > 0 ? Math.max(...one.map((r) => r.rendererRss)) : Number.NaN;
+  log(
+    `  all ${n} rows in ${seconds.toFixed(1)} s; renderer peak RSS ${mb(peak)} MiB` +
+      (Number.isFinite(oneRss)
+        ? `; one 100 MB file's load peaked at ${mb(oneRss)} MiB: ${(peak / oneRss).toFixed(2)} ×`
+        : " (run the 100 MB file too, BENCH_WEB_FILES=100, for the comparison)"),
+  );
 }
 
 /** The Chromium browser process Playwright started: a child of this process (Playwright runs in-process). */
