@@ -20,7 +20,7 @@ import {
   parseScale,
   parseSelection,
   prepareWhatIf,
-  type SuggestionKind,
+  type Suggestion,
   suggest,
   type Transform,
   type TransformSummary,
@@ -35,22 +35,9 @@ import { axisX, lowerBound } from "./timeline";
 
 export type { Capacity, OomNeed, TransformSummary };
 
-/** One ranked suggestion, as `memscope whatif FILE --suggest --json` lists it. */
-export interface WhatIfSuggestionRow {
-  id: string;
-  kind: SuggestionKind;
-  action: string;
-  peakBytes: number;
-  peakEvent: number;
-  savedBytes: number;
-  assumption: string;
-  caveat: string;
-  /** null: the device's capacity is unknown. */
-  fits: boolean | null;
-  categoriesAtPeak: Record<string, number>;
-  /** The transformations as CLI options: what the page sends back to evaluate it, and what a link holds. */
-  specs: string[];
-}
+/** One ranked suggestion, as `memscope whatif FILE --suggest --json` lists it (the core's, less its
+ * transforms: `specs` says them as CLI options, what the page sends back and what a link holds). */
+export type WhatIfSuggestionRow = Omit<Suggestion, "transforms">;
 
 export interface WhatIfSuggestQuery {
   device: number;

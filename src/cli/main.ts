@@ -4,11 +4,9 @@
 
 import { SnapshotReadError } from "../core/formats/errors";
 import { inspectCommand } from "./inspect";
+import type { CliIo } from "./io";
 
-export interface CliIo {
-  stdout(s: string): void;
-  stderr(s: string): void;
-}
+export type { CliIo } from "./io";
 
 export const USAGE = `usage:
   memscope inspect FILE [--json]

@@ -17,12 +17,10 @@ import {
 import { parseCounters } from "../core/report/counters";
 import { formatMiB as formatBytes } from "../core/report/format";
 import { buildReport } from "../core/report/index";
+import type { CliIo } from "./io";
 import { readSnapshotFile } from "./read-file";
 
-export interface RanksIo {
-  stdout(s: string): void;
-  stderr(s: string): void;
-}
+export type RanksIo = CliIo;
 
 export interface RanksDeps {
   /** Summarize files; default: worker threads (`jobs` of them), or in this thread when jobs is 1. */

@@ -15,17 +15,13 @@ import { formatBytes, formatMiB } from "../core/report/format";
 import { buildReport, type ReportJson, replayInputs } from "../core/report/index";
 import { renderReportText } from "../core/report/text";
 import { buildReportPictures, renderReportHtml } from "../report-html/index";
+import type { CliIo, SnapshotDeps } from "./io";
 import { readSnapshotFile } from "./read-file";
 import { sidecarFor } from "./sidecar";
 
-export interface ReportIo {
-  stdout(s: string): void;
-  stderr(s: string): void;
-}
+export type ReportIo = CliIo;
 
-export interface ReportDeps {
-  readSnapshot(path: string): Promise<SnapshotModel>;
-}
+export type ReportDeps = SnapshotDeps;
 
 const USAGE =
   "usage: memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]\n";

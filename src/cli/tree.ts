@@ -15,16 +15,12 @@ import { toCsv, toFolded, toJson } from "../core/tree/export";
 import { renderTreeText } from "../core/tree/text";
 import type { CallTreeOptions, RangeMeasure, TreeMoment } from "../core/tree/types";
 import { exactBytesShort } from "../core/units";
+import type { CliIo, SnapshotDeps } from "./io";
 import { readSnapshotFile } from "./read-file";
 
-export interface TreeIo {
-  stdout(s: string): void;
-  stderr(s: string): void;
-}
+export type TreeIo = CliIo;
 
-export interface TreeDeps {
-  readSnapshot(path: string): Promise<SnapshotModel>;
-}
+export type TreeDeps = SnapshotDeps;
 
 const USAGE =
   "usage: memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up]\n" +

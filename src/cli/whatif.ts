@@ -7,6 +7,7 @@ import { SnapshotReadError } from "../core/formats/errors";
 import type { CountersSidecar, SnapshotModel } from "../core/model/types";
 import { CountersParseError } from "../core/report/counters";
 import { formatMiB as formatBytes } from "../core/report/format";
+import { parseSize } from "../core/units";
 import {
   type Capacity,
   deviceCapacity,
@@ -25,17 +26,13 @@ import {
   WhatIfSpecError,
   whatIfContext,
 } from "../core/whatif/index";
+import type { CliIo, SnapshotDeps } from "./io";
 import { readSnapshotFile } from "./read-file";
 import { sidecarFor } from "./sidecar";
 
-export interface WhatIfIo {
-  stdout(s: string): void;
-  stderr(s: string): void;
-}
+export type WhatIfIo = CliIo;
 
-export interface WhatIfDeps {
-  readSnapshot(path: string): Promise<SnapshotModel>;
-}
+export type WhatIfDeps = SnapshotDeps;
 
 const USAGE =
   "usage: memscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--remove SPEC]... " +
@@ -53,32 +50,6 @@ interface Args {
   transforms: Transform[];
   suggest: boolean;
   json: boolean;
-}
-
-const UNITS: Record<string, number> = {
-  "": 1,
-  b: 1,
-  k: 1024,
-  kib: 1024,
-  kb: 1e3,
-  m: 1024 ** 2,
-  mib: 1024 ** 2,
-  mb: 1e6,
-  g: 1024 ** 3,
-  gib: 1024 ** 3,
-  gb: 1e9,
-  t: 1024 ** 4,
-  tib: 1024 ** 4,
-  tb: 1e12,
-};
-
-/** "80GiB", "80 GB", "85899345920" → bytes. */
-export function parseSize(text: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
-  const unit = m ? UNITS[m[2].toLowerCase()] : undefined;
-  if (!m || unit === undefined)
-    throw new UsageError(`--capacity takes a size (80GiB, 80GB, 85899345920), not "${text}"`);
-  return Math.round(Number(m[1]) * unit);
 }
 
 function parseArgs(args: string[]): Args {
@@ -125,8 +96,11 @@ function parseArgs(args: string[]): Args {
           if (!Number.isInteger(n) || n < 0)
             throw new UsageError(`--device takes a whole number ≥ 0, not ${value}`);
           out.device = n;
-        } else if (a === "--capacity") out.capacity = parseSize(value);
-        else if (a === "--remove") out.transforms.push({ op: "remove", select: parseSelection(value) });
+        } else if (a === "--capacity") {
+          out.capacity = parseSize(value);
+          if (out.capacity === null)
+            throw new UsageError(`--capacity takes a size (80GiB, 80GB, 85899345920), not "${value}"`);
+        } else if (a === "--remove") out.transforms.push({ op: "remove", select: parseSelection(value) });
         else if (a === "--scale") out.transforms.push(parseScale(value));
         else if (a === "--free-early")
           out.transforms.push({ op: "free-early", select: parseSelection(value) });

@@ -49,3 +49,29 @@ export function formatCount(n: number): string {
   }
   return `${n < 0 && whole !== 0 ? "-" : ""}${head}${tail}`;
 }
+
+const SIZE_UNITS: Record<string, number> = {
+  "": 1,
+  b: 1,
+  k: 1024,
+  kib: 1024,
+  kb: 1e3,
+  m: 1024 ** 2,
+  mib: 1024 ** 2,
+  mb: 1e6,
+  g: 1024 ** 3,
+  gib: 1024 ** 3,
+  gb: 1e9,
+  t: 1024 ** 4,
+  tib: 1024 ** 4,
+  tb: 1e12,
+};
+
+/** "80GiB", "80 GB", "85,899,345,920" → bytes (whole, > 0); null when it is not a size. */
+export function parseSize(text: string): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text.replace(/,/g, ""));
+  const unit = m ? SIZE_UNITS[m[2].toLowerCase()] : undefined;
+  if (!m || unit === undefined) return null;
+  const v = Math.round(Number(m[1]) * unit);
+  return v > 0 ? v : null;
+}

@@ -15,6 +15,7 @@ import type {
   WhatIfSuggestionRow,
   WhatIfTarget,
 } from "../../../../workers/api";
+import { parseSize } from "../../../core/units";
 import { Bytes } from "../../components/Bytes";
 import { formatBytes, formatCount, formatPercent } from "../../format";
 import { useApp } from "../../state/app";
@@ -274,32 +275,6 @@ function CapacityLine({
       {error && <div className="status-fail">{error}</div>}
     </div>
   );
-}
-
-const UNITS: Record<string, number> = {
-  "": 1,
-  b: 1,
-  k: 1024,
-  kib: 1024,
-  kb: 1e3,
-  m: 1024 ** 2,
-  mib: 1024 ** 2,
-  mb: 1e6,
-  g: 1024 ** 3,
-  gib: 1024 ** 3,
-  gb: 1e9,
-  t: 1024 ** 4,
-  tib: 1024 ** 4,
-  tb: 1e12,
-};
-
-/** "80GiB", "80 GB", "85899345920" → bytes (as `memscope whatif --capacity`); null when it is not a size. */
-export function parseSize(text: string): number | null {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text.replace(/,/g, ""));
-  const unit = m ? UNITS[m[2].toLowerCase()] : undefined;
-  if (!m || unit === undefined) return null;
-  const v = Math.round(Number(m[1]) * unit);
-  return v > 0 ? v : null;
 }
 
 function FitBadge({ fits }: { fits: boolean | null }) {
