@@ -23,6 +23,9 @@
 //   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
 //   BENCH_WEB_PORT=0               port for scripts/serve.mjs (0: a free one)
 //   BENCH_WEB_VERBOSE=1            also print each run's data-state/data-busy transitions
+//   BENCH_WEB_VIA=src              open each file through the link instead (#src=, served beside the
+//                                  site): times are then from the page's start (navigation), not a pick
+//   BENCH_WEB_WARMUP=0             the page without its idle warm-up (for the A/B the README quotes)
 //   BENCH_WEB_RANKS=16             also open that many 100 MB rank files at once (hard links to the
 //                                  generated 100 MB file) into the rank overview: time until every row is
 //                                  in, and the renderer's peak RSS beside one 100 MB file's (0: skip)
@@ -48,6 +51,10 @@ const REAL = resolve(
   "../shared/fixtures/real/kkaitlyn111__cs336-a2-systems__memory_ctx128_fullstep.pickle",
 );
 const SETTLE_MS = Number(process.env.BENCH_WEB_SETTLE_MS ?? 2000);
+const VIA: "input" | "src" = process.env.BENCH_WEB_VIA === "src" ? "src" : "input";
+const WARM_UP = process.env.BENCH_WEB_WARMUP !== "0";
+/** The served copy of dist/ (files opened through #src= are linked into it). */
+let servedDir = "";
 const PIECE = 4 << 20; // src/ui/state/hash.ts hashes the file in 4 MiB pieces, then once over the digests
 
 const selected = (process.env.BENCH_WEB_FILES ?? "100,real,1000").split(",").map((s) => s.trim());
@@ -98,6 +105,11 @@ const PAGE_PROBE = `(() => {
   };
   window.__bench = B;
   const now = () => performance.now();
+  // BENCH_WEB_VIA=src: the file comes through the link (#src=), so the clock starts with the page
+  if (location.hash.includes("src=")) {
+    B.t0 = 0;
+    B.t0Epoch = performance.timeOrigin;
+  }
   const mark = (name) => {
     if (B.t0 != null && !(name in B.marks)) B.marks[name] = now();
   };
@@ -419,6 +431,7 @@ async function oneRun(
     crashed = true;
   });
   await page.addInitScript({ content: PAGE_PROBE });
+  if (!WARM_UP) await page.addInitScript({ content: "window.__memscopeNoWarmUp = true;" });
   const cdp = await context.newCDPSession(page);
   const sampler = new Sampler(cdp, browserPid);
   await sampler.attach();
@@ -451,15 +464,24 @@ async function oneRun(
     errors,
   };
   try {
-    await page.goto(url);
-    await page.waitForFunction(() => !!document.body?.dataset.state, undefined, { timeout: 60_000 });
-    sampler.start();
-    // a baseline sample or two, and the time a person takes to pick a file (the page uses it to start
-    // and warm up a worker)
-    await new Promise((res) => setTimeout(res, SETTLE_MS));
-    const nodeRss0 = process.memoryUsage().rss;
-    const tCall = Date.now();
-    await page.getByTestId("file-input").setInputFiles(spec.path, { timeout: 120_000 });
+    let nodeRss0 = process.memoryUsage().rss;
+    let tCall = Date.now();
+    if (VIA === "src") {
+      const served = basename(spec.path);
+      if (!existsSync(join(servedDir, served))) linkSync(spec.path, join(servedDir, served));
+      sampler.start();
+      await page.goto(`${url}#src=${encodeURIComponent(served)}`);
+    } else {
+      await page.goto(url);
+      await page.waitForFunction(() => !!document.body?.dataset.state, undefined, { timeout: 60_000 });
+      sampler.start();
+      // a baseline sample or two, and the time a person takes to pick a file (the page uses it to start
+      // and warm up a worker)
+      await new Promise((res) => setTimeout(res, SETTLE_MS));
+      nodeRss0 = process.memoryUsage().rss;
+      tCall = Date.now();
+      await page.getByTestId("file-input").setInputFiles(spec.path, { timeout: 120_000 });
+    }
     const probed = await page
       .waitForFunction(() => (window as any).__bench?.t0 != null, undefined, { timeout: 30_000 })
       .then(() => true)
@@ -484,7 +506,7 @@ async function oneRun(
       });
     const size = statSync(spec.path).size;
     const digestsWanted = Math.max(1, Math.ceil(size / PIECE)) + 1;
-    if (!timedOut) {
+    if (!timedOut && VIA === "input") {
       // The link hash, after ready: wait for it so that the zoom measures a settled page.
       await page
         .waitForFunction((n) => (window as any).__bench.digests.length >= n, digestsWanted, {
@@ -686,6 +708,11 @@ async function main() {
   const copy = join(TMP, "web-dist");
   rmSync(copy, { recursive: true, force: true });
   cpSync(dist, copy, { recursive: true });
+  servedDir = copy;
+  log(
+    `opened through ${VIA === "src" ? "the link (#src=, times from the page's start)" : "the file input"}; ` +
+      `warm-up ${WARM_UP ? "on" : "off (BENCH_WEB_WARMUP=0)"}`,
+  );
   log(`site: dist/ built ${statSync(join(dist, "index.html")).mtime.toISOString()} (served from a copy)`);
   const specs = fileSpecs();
   const { url, proc } = await serve(copy);
@@ -827,7 +854,7 @@ function printRun(r: Run) {
 function printTable(results: Run[]) {
   const files = [...new Set(results.map((r) => r.file))];
   log(
-    "\nmedians over runs (ms after the file input's change event; MiB peaks and main-thread figures over change → idle)",
+    `\nmedians over runs (ms after ${VIA === "src" ? "the page's start" : "the file input's change event"}; MiB peaks and main-thread figures over that → idle)`,
   );
   const head = [
     "file",

@@ -3,6 +3,7 @@
 // or missing URL says why; garbage parameters are ignored with a notice; a link made from a dropped file
 // carries its name and content hash (never the file) and asks for it; no request ever carries file bytes.
 
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -171,6 +172,29 @@ test.describe("links", () => {
     await waitIdle(page);
     await expect(page.getByTestId("summary-file")).toHaveText(SMALL);
     expect(errors).toEqual([]);
+  });
+
+  test("the link's content hash is SHA-256 over each 4 MiB piece's SHA-256 (a file of three pieces)", async ({
+    page,
+  }) => {
+    // a real snapshot with 7 MiB after its STOP (read, with a note): 9 MiB, so three pieces
+    const bytes = Buffer.concat([readFileSync(real(SMALL)), Buffer.alloc(7 << 20, 0x5a)]);
+    const piece = 4 << 20;
+    const digests: Buffer[] = [];
+    for (let at = 0; at < bytes.length; at += piece)
+      digests.push(
+        createHash("sha256")
+          .update(bytes.subarray(at, at + piece))
+          .digest(),
+      );
+    expect(digests.length).toBe(3);
+    const want = createHash("sha256").update(Buffer.concat(digests)).digest("hex").slice(0, 32);
+    await page.goto("./");
+    await dropFile(page, real(SMALL), bytes);
+    await waitIdle(page);
+    await page.getByTestId("copy-link").click();
+    const link = await page.getByTestId("link-text").inputValue();
+    expect(new URLSearchParams(new URL(link).hash.slice(1)).get("hash")).toBe(want);
   });
 
   test("a link made from a dropped file carries its name and hash, asks for it, and checks the one dropped", async ({

@@ -100,7 +100,8 @@ const server = createServer(async (req, res) => {
       "X-Content-Type-Options": "nosniff",
     });
     if (req.method === "HEAD") res.end();
-    else createReadStream(file).pipe(res);
+    // 1 MiB reads: a big snapshot is served with a sixteenth of the default 64 KiB reads' calls
+    else createReadStream(file, { highWaterMark: 1 << 20 }).pipe(res);
   } catch {
     res.writeHead(404, { "Content-Type": "text/plain; charset=utf-8" }).end("not found");
   }

@@ -23,6 +23,7 @@ import {
   stateAt,
   stateAtReport,
 } from "../src/core/replay";
+import { computeTimeline } from "../workers/timeline";
 import {
   MiB,
   naiveLive,
@@ -130,6 +131,8 @@ describe("replay of a simulated allocator (full trace)", () => {
             t.requested,
           ]);
           if (i >= 0) for (let c = 0; c < C; c++) expect(r.allocatedByCategory[c][i]).toBe(t.byCategory[c]);
+          // the checkpointed lookup the page uses gives the same numbers (before the first event too)
+          expect([i, ...r.categoriesAt(i)]).toEqual([i, ...t.byCategory.slice(0, C)]);
         } else {
           expect([i, got.reservedBytes, got.requestedBytes]).toEqual([i, t.reserved, t.requested]);
           expect(t.allocated - got.allocatedBytes).toBeGreaterThanOrEqual(0);
@@ -140,6 +143,31 @@ describe("replay of a simulated allocator (full trace)", () => {
       }
     });
   }
+
+  it("the timeline's buckets: max allocated and its composition equal the simulation's", () => {
+    const sim = simulate({ seed: 12, events: 5000, streams: 2, pendingRate: 0.1 });
+    const { r } = replaySim(sim);
+    for (const buckets of [7, 300, 5000]) {
+      const t = computeTimeline(r, { device: 0, axis: "event", x0: 0, x1: r.length, buckets }, 1);
+      for (let b = 0; b < buckets; b++) {
+        if (!Number.isFinite(t.allocMax[b])) continue;
+        // the bucket's events (and the state carried in), its max found here from the simulation
+        const from = t.firstEvent[b] >= 0 ? t.firstEvent[b] : t.lastEvent[b];
+        let at = from - (t.firstEvent[b] >= 0 ? 1 : 0);
+        let best = at >= 0 ? truthTotals(sim, at, C).allocated : truthTotals(sim, -1, C).allocated;
+        for (let i = Math.max(0, from); i <= t.lastEvent[b]; i++) {
+          const a = truthTotals(sim, i, C).allocated;
+          if (a > best) {
+            best = a;
+            at = i;
+          }
+        }
+        expect([buckets, b, t.allocMax[b]]).toEqual([buckets, b, best]);
+        const want = truthTotals(sim, at, C).byCategory.slice(0, C);
+        expect([buckets, b, ...t.byCategory.subarray(b * C, (b + 1) * C)]).toEqual([buckets, b, ...want]);
+      }
+    }
+  });
 
   it("the peak and its composition equal the simulation's", () => {
     const sim = simulate({ seed: 11, events: 4000, streams: 2, pendingRate: 0.1 });

@@ -98,6 +98,8 @@ export interface Summary {
   readMs: number;
   /** Who read the file's slices: a second worker while this one parsed ("parallel"), or this one. */
   readBy: "parallel" | "direct";
+  /** Trace entries the WebAssembly scanner parsed (0: WebAssembly unavailable or forbidden here). */
+  traceEntriesByWasm: number;
   analyseMs: number;
   /** What part of the analysis failed, if any; the summary is still shown. */
   analysisErrors: string[];
@@ -410,6 +412,17 @@ export interface FullStackQuery {
 export interface MemscopeApi {
   /** Reads a snapshot in slices inside the worker; replaces the open one. Progress via comlink.proxy. */
   open(file: Blob, name: string, onProgress?: (p: ProgressInfo) => void): Promise<OpenResult>;
+  /**
+   * Downloads `href` (absolute, http or https) and reads it while it downloads; progress says
+   * "downloading" until the last byte is in. A failed download answers ok: false with the message
+   * (HTTP status, refused by CORS, mixed content) for `page`, the page's origin and protocol.
+   */
+  openUrl(
+    href: string,
+    name: string,
+    page: { origin: string; protocol: string },
+    onProgress?: (p: ProgressInfo) => void,
+  ): Promise<OpenResult>;
   /** Aborts the open in progress (its promise resolves with cancelled: true). */
   cancel(): void;
   /** Drops the open model. */

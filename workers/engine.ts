@@ -2,6 +2,7 @@
 // band ranks). Pure TypeScript with no worker globals, so vitest or Node can drive it directly.
 
 import { type Attribution, attribute, UNKNOWN_REASONS } from "../src/core/attribution/index";
+import type { PageLocation } from "../src/core/formats/download-errors";
 import { SnapshotReadError } from "../src/core/formats/errors";
 import { type ReadProgress, readSnapshot } from "../src/core/formats/read";
 import {
@@ -47,6 +48,7 @@ import { buildPanelReport, buildReplayReport, replayInputs } from "./report-adap
 import { blockEmptyStackReason, emptyStackReason, fullStack, stackView } from "./stacks";
 import { summarize } from "./summary";
 import { computeTimeline, timelineYMax } from "./timeline";
+import { DownloadFailed, type UrlProgress, type UrlSource, urlByteSource } from "./url-source";
 
 interface DeviceState {
   replay: Replay;
@@ -60,6 +62,9 @@ interface DeviceState {
   /** Per allocation: the inferred rule that named its category (inferredRuleOf), -1 when none. */
   inferredRule: Int16Array;
 }
+
+/** The first slice read (the first picture comes after it) and the largest. */
+const SLICES = { first: 4 << 20, max: 16 << 20 };
 
 /** SegmentMapAnswer.blockFlags bits. */
 const FLAG_INFERRED = 1;
@@ -78,11 +83,78 @@ export class Engine {
   private report: ReportJson | null = null;
 
   /** `sliceBytes`: the first and the largest slice read at a time (the warm-up varies them). */
-  async open(
+  open(
     file: Blob,
     name: string,
     onProgress?: (p: ProgressInfo) => void,
-    sliceBytes = { first: 4 << 20, max: 16 << 20 },
+    sliceBytes = SLICES,
+  ): Promise<OpenResult> {
+    return this.openFrom(name, onProgress, sliceBytes, async () => {
+      const reader = parallelBlobSource(file, name);
+      return { ...reader, sizeBytes: file.size };
+    });
+  }
+
+  /**
+   * Downloads `href` and reads it while it downloads (workers/url-source.ts); the progress says
+   * "downloading" until the last byte is in. `page`: the page's origin and protocol, for the messages.
+   */
+  async openUrl(
+    href: string,
+    name: string,
+    page: PageLocation,
+    onProgress?: (p: ProgressInfo) => void,
+    whole = false,
+  ): Promise<OpenResult> {
+    let download: UrlProgress = { receivedBytes: 0, totalBytes: 0, ended: false };
+    let told = 0;
+    let stream: Extract<UrlSource, { kind: "stream" }> | null = null;
+    const result = await this.openFrom(
+      name,
+      (p) => {
+        // while bytes still come, "downloading" (with how many are in); later phases as they are
+        const reading = p.phase === "reading" || p.phase === "parsing";
+        if (!reading || download.ended) onProgress?.(p);
+        else onProgress?.({ ...p, phase: "downloading", bytesDone: download.receivedBytes });
+      },
+      SLICES,
+      async (signal) => {
+        const u = await urlByteSource(
+          href,
+          name,
+          page,
+          signal,
+          (p) => {
+            download = p;
+            const now = performance.now();
+            if (p.ended || now - told < 50) return;
+            told = now;
+            onProgress?.({ phase: "downloading", bytesDone: p.receivedBytes, bytesTotal: p.totalBytes });
+          },
+          { slices: SLICES, whole },
+        );
+        if (u.kind === "blob") {
+          const reader = parallelBlobSource(u.blob, name);
+          return { ...reader, sizeBytes: u.blob.size };
+        }
+        stream = u;
+        return { source: u.source, parallel: () => true, close: u.stop, sizeBytes: u.source.sizeBytes };
+      },
+    );
+    // A server whose Content-Length was not the body's length (a compressed transfer): read it whole.
+    const s = stream as Extract<UrlSource, { kind: "stream" }> | null;
+    if (!result.ok && !result.cancelled && !whole && s?.overran()) {
+      return this.openUrl(href, name, page, onProgress, true);
+    }
+    return result;
+  }
+
+  /** Reads a snapshot from the source `start` gives, attributes it, and keeps it as the open model. */
+  private async openFrom(
+    name: string,
+    onProgress: ((p: ProgressInfo) => void) | undefined,
+    sliceBytes: { first: number; max: number },
+    start: (signal: AbortSignal) => Promise<ParallelSource & { sizeBytes: number }>,
   ): Promise<OpenResult> {
     this.abort?.abort();
     const abort = new AbortController();
@@ -93,8 +165,10 @@ export class Engine {
     let last: ReadProgress | null = null;
     let reader: ParallelSource | null = null;
     try {
-      reader = parallelBlobSource(file, name);
-      const model = await readSnapshot(reader.source, {
+      const opened = await start(abort.signal);
+      reader = opened;
+      const size = opened.sizeBytes;
+      const model = await readSnapshot(opened.source, {
         signal: abort.signal,
         // A 4 MiB first slice (the first picture, onPreview, comes after it), then 16 MiB ones, two of
         // them being read (by the reader worker) while one is parsed.
@@ -123,7 +197,7 @@ export class Engine {
       });
       if (abort.signal.aborted) return { ok: false, cancelled: true, message: "Loading was cancelled." };
       const readMs = performance.now() - t0;
-      onProgress?.({ phase: "attributing", bytesDone: file.size, bytesTotal: file.size });
+      onProgress?.({ phase: "attributing", bytesDone: size, bytesTotal: size });
       const t1 = performance.now();
       const errors: string[] = [];
       this.model = model;
@@ -138,10 +212,11 @@ export class Engine {
       return { ok: true, summary: this.summary };
     } catch (e) {
       this.close();
+      if (abort.signal.aborted) return { ok: false, cancelled: true, message: "Loading was cancelled." };
+      if (e instanceof DownloadFailed) return { ok: false, cancelled: false, message: e.message };
       if (e instanceof SnapshotReadError) {
         return { ok: false, cancelled: e.code === "cancelled", message: e.message };
       }
-      if (abort.signal.aborted) return { ok: false, cancelled: true, message: "Loading was cancelled." };
       const message = e instanceof Error ? e.message : String(e);
       return { ok: false, cancelled: false, message: `${name} could not be read: ${message}` };
     } finally {

@@ -90,7 +90,8 @@ export function healthTimeline(engine: Engine, q: TimelineQuery): HealthTimeline
   const { curves } = healthOf(engine, q.device);
   const axis = q.axis === "time" && d.timeAxis ? "time" : "event";
   const x = axisX(r, axis);
-  const cols = [curves.cached, curves.pending, curves.inactiveSplit] as const;
+  const split = curves.inactiveSplit;
+  const cols = [curves.cachedAt, curves.pendingAt, (k: number) => split[k]] as const;
   const init = [curves.initial.cached, curves.initial.pending, curves.initial.inactiveSplit];
   const dst = [out.cached, out.pending, out.inactiveSplit] as const;
   const w = (q.x1 - q.x0) / B;
@@ -106,9 +107,12 @@ export function healthTimeline(engine: Engine, q: TimelineQuery): HealthTimeline
     while (i < n && x(i) < bx1) i++;
     if (start === i && prev < 0) continue;
     for (let c = 0; c < 3; c++) {
-      const col = cols[c];
-      let m = prev >= 0 ? col[prev] : init[c];
-      for (let k = start; k < i; k++) if (col[k] > m) m = col[k];
+      const at = cols[c];
+      let m = prev >= 0 ? at(prev) : init[c];
+      for (let k = start; k < i; k++) {
+        const v = at(k);
+        if (v > m) m = v;
+      }
       dst[c][b] = m;
     }
   }

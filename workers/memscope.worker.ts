@@ -22,6 +22,11 @@ function sideApi(engine: Engine): MemscopeApi {
       cancelWarmUp();
       return engine.open(file, name, onProgress);
     },
+    openUrl: (href, name, page, onProgress) => {
+      inUse = true;
+      cancelWarmUp();
+      return engine.openUrl(href, name, page, onProgress);
+    },
     cancel: () => engine.cancel(),
     close: () => engine.close(),
     panel: async (device) => engine.panel(device),

@@ -8,15 +8,107 @@ import { type ByteSource, blobByteSource } from "../src/core/formats/byte-source
 
 /**
  * The reader's whole program: read the asked slices one after another (in the order asked, so that the
- * slice needed first is not slowed by those read ahead), send each one's bytes back.
+ * slice needed first is not slowed by those read ahead), send each one's bytes back. A slice that
+ * continues the last one is read from one stream of the file (`Blob.stream()`, BYOB into the buffer the
+ * asker sent, which comes back filled): on a 1 GB file in Chromium that is 0.6 s against 1.05 s for a
+ * `slice().arrayBuffer()` each (and no fresh memory per slice). Any other offset starts a new stream
+ * there; where streams fail, the slice is read with `slice().arrayBuffer()`.
  */
 const READER_SCRIPT = `let queue = Promise.resolve();
+let open = null; // { file, pos, reader }: the stream the last slice came from
+const closeOpen = () => { if (open) { open.reader.cancel().catch(() => {}); open = null; } };
+async function fromStream(file, blob, offset, length, buf) {
+  if (!open || open.file !== file || open.pos !== offset) {
+    closeOpen();
+    open = { file, pos: offset, reader: blob.slice(offset).stream().getReader({ mode: "byob" }) };
+  }
+  let ab = buf && buf.byteLength >= length ? buf : new ArrayBuffer(length);
+  let n = 0;
+  while (n < length) {
+    const { done, value } = await open.reader.read(new Uint8Array(ab, n, length - n));
+    if (!value) throw new Error("the stream gave its buffer up");
+    ab = value.buffer;
+    n += value.byteLength;
+    if (done) break;
+  }
+  open.pos += n;
+  if (n < length) closeOpen();
+  return { ab, n };
+}
+const downloads = new Map(); // id → AbortController
+// A download (#src=): the body's chunks gathered into slices (first, then 4× up to max, and whatever
+// is in after 200 ms) sent as they fill; how far it got every 50 ms.
+async function download(id, url, first, max) {
+  const ac = new AbortController();
+  downloads.set(id, ac);
+  const post = (m, t) => { if (!ac.signal.aborted) postMessage(m, t); };
+  try {
+    let res;
+    try {
+      res = await fetch(url, { mode: "cors", credentials: "omit", cache: "no-store", signal: ac.signal });
+    } catch (err) {
+      post({ id, fail: "network" });
+      return;
+    }
+    if (!res.ok || !res.body) {
+      post({ id, fail: "status", status: res.status, statusText: res.statusText });
+      return;
+    }
+    const length = Number(res.headers.get("Content-Length") || 0) || 0;
+    post({ id, head: { length, encoded: !!res.headers.get("Content-Encoding") } });
+    const rd = res.body.getReader();
+    let size = first, buf = new Uint8Array(size), n = 0, total = 0, flushedAt = performance.now(), toldAt = 0;
+    const flush = () => {
+      if (n === 0) return;
+      const ab = buf.buffer;
+      post({ id, chunk: ab, n }, [ab]);
+      size = Math.min(max, size * 4);
+      buf = new Uint8Array(size);
+      n = 0;
+      flushedAt = performance.now();
+    };
+    try {
+      for (;;) {
+        const { done, value } = await rd.read();
+        if (done) break;
+        for (let at = 0; at < value.length; ) {
+          const take = Math.min(value.length - at, buf.length - n);
+          buf.set(value.subarray(at, at + take), n);
+          n += take;
+          at += take;
+          if (n === buf.length) flush();
+        }
+        total += value.length;
+        const now = performance.now();
+        if (now - flushedAt > 200) flush();
+        if (now - toldAt > 50) { toldAt = now; post({ id, received: total }); }
+      }
+      flush();
+      post({ id, end: true, received: total });
+    } catch (err) {
+      flush();
+      post({ id, fail: "broke", bytes: total, message: String(err && err.message ? err.message : err) });
+    }
+  } finally {
+    downloads.delete(id);
+  }
+}
 onmessage = (e) => {
-  const { id, blob, offset, length } = e.data;
+  const { id, file, blob, offset, length, buf } = e.data;
+  if (id === -1) { closeOpen(); return; }
+  if (e.data.url) { download(id, e.data.url, e.data.first, e.data.max); return; }
+  if (e.data.stop) { downloads.get(id)?.abort(); downloads.delete(id); return; }
   queue = queue.then(async () => {
     try {
-      const buf = await blob.slice(offset, offset + length).arrayBuffer();
-      postMessage({ id, buf }, [buf]);
+      let r;
+      try {
+        r = await fromStream(file, blob, offset, length, buf);
+      } catch (streamError) {
+        closeOpen();
+        const ab = await blob.slice(offset, offset + length).arrayBuffer();
+        r = { ab, n: ab.byteLength };
+      }
+      postMessage({ id, buf: r.ab, n: r.n }, [r.ab]);
     } catch (err) {
       postMessage({ id, error: String(err && err.message ? err.message : err) });
     }
@@ -69,6 +161,8 @@ function scriptPolicy(): { createScriptURL(url: string): unknown } | null {
 interface Reader {
   worker: Worker;
   pending: Map<number, Pending>;
+  /** Downloads in progress: where their messages go. */
+  downloads: Map<number, (m: DownloadMessage) => void>;
   nextId: number;
   failed: boolean;
 }
@@ -86,12 +180,17 @@ function startReader(): Reader | null {
   } catch {
     return null;
   }
-  const r: Reader = { worker, pending: new Map(), nextId: 0, failed: false };
-  worker.onmessage = (e: MessageEvent<{ id: number; buf?: ArrayBuffer; error?: string }>) => {
+  const r: Reader = { worker, pending: new Map(), downloads: new Map(), nextId: 0, failed: false };
+  worker.onmessage = (e: MessageEvent<{ id: number; buf?: ArrayBuffer; n?: number; error?: string }>) => {
+    const d = r.downloads.get(e.data.id);
+    if (d) {
+      d(e.data as unknown as DownloadMessage);
+      return;
+    }
     const p = r.pending.get(e.data.id);
     if (!p) return;
     r.pending.delete(e.data.id);
-    if (e.data.buf) p.resolve(new Uint8Array(e.data.buf));
+    if (e.data.buf) p.resolve(new Uint8Array(e.data.buf, 0, e.data.n ?? e.data.buf.byteLength));
     else p.reject(new Error(e.data.error ?? "the file could not be read"));
   };
   // The reader could not start (or stopped): what it was asked for, and everything after, is read here.
@@ -100,17 +199,24 @@ function startReader(): Reader | null {
     r.failed = true;
     for (const p of r.pending.values()) p.retry();
     r.pending.clear();
+    for (const d of r.downloads.values()) d({ fail: "network" });
+    r.downloads.clear();
   };
   return r;
 }
 
+/** Tells the reader's streams of one file from another's (a Blob posted twice arrives as two objects). */
+let nextFileKey = 0;
+
 export function parallelBlobSource(blob: Blob, name: string): ParallelSource {
   if (shared === undefined) shared = startReader();
   const r = shared;
+  const file = nextFileKey++;
   const mine = new Set<number>();
   const directly = blobByteSource(blob, name);
   let direct = !r;
-  const read = (offset: number, length: number): Promise<Uint8Array> => {
+  /** `into`: memory to read into (transferred to the reader and back), from its buffer's start. */
+  const ask = (offset: number, length: number, into: Uint8Array | null): Promise<Uint8Array> => {
     if (!r || r.failed) {
       direct = true;
       return directly.read(offset, length);
@@ -134,19 +240,67 @@ export function parallelBlobSource(blob: Blob, name: string): ParallelSource {
           directly.read(offset, length).then(resolve, reject);
         },
       });
-      r.worker.postMessage({ id, blob, offset, length });
+      const buf = into !== null && into.byteOffset === 0 ? (into.buffer as ArrayBuffer) : null;
+      if (buf) r.worker.postMessage({ id, file, blob, offset, length, buf }, [buf]);
+      else r.worker.postMessage({ id, file, blob, offset, length });
     });
   };
   return {
-    source: { name, sizeBytes: blob.size, read },
+    source: {
+      name,
+      sizeBytes: blob.size,
+      read: (offset, length) => ask(offset, length, null),
+      readInto: (offset, target) => ask(offset, target.length, target),
+    },
     parallel: () => !direct,
-    // Reads still in flight for this file are dropped (their answers are ignored when they come).
+    // Reads still in flight for this file are dropped (their answers are ignored when they come), and
+    // the reader's stream of it is closed.
     close: () => {
       for (const id of mine) {
         r?.pending.get(id)?.reject(new Error("reading was stopped"));
         r?.pending.delete(id);
       }
       mine.clear();
+      if (r && !r.failed) r.worker.postMessage({ id: -1 });
     },
+  };
+}
+
+/** What the reader says about a download (see READER_SCRIPT's download()). */
+export interface DownloadMessage {
+  head?: { length: number; encoded: boolean };
+  chunk?: ArrayBuffer;
+  n?: number;
+  received?: number;
+  end?: boolean;
+  fail?: "network" | "status" | "broke";
+  status?: number;
+  statusText?: string;
+  bytes?: number;
+  message?: string;
+}
+
+/**
+ * Downloads `href` in the reader worker (so that the body is taken in while this worker parses),
+ * sending its messages to `onMessage`; returns a function that stops it, or null where there is no
+ * reader (the caller fetches itself).
+ */
+export function readerDownload(
+  href: string,
+  slices: { first: number; max: number },
+  onMessage: (m: DownloadMessage) => void,
+): (() => void) | null {
+  if (shared === undefined) shared = startReader();
+  const r = shared;
+  if (!r || r.failed) return null;
+  const id = r.nextId++;
+  r.downloads.set(id, (m) => {
+    if (m.end || m.fail) r.downloads.delete(id);
+    onMessage(m);
+  });
+  r.worker.postMessage({ id, url: href, first: slices.first, max: slices.max });
+  return () => {
+    if (!r.downloads.delete(id)) return;
+    r.worker.postMessage({ id, stop: true });
   };
 }

@@ -66,6 +66,7 @@ export function summarize(
     allocatorSettings: model.allocatorSettings,
     readMs,
     readBy,
+    traceEntriesByWasm: model.source.traceEntriesByWasm ?? 0,
     analyseMs,
     analysisErrors,
   };

@@ -49,7 +49,8 @@ export function computeTimeline(replay: Replay, q: TimelineQuery, yMax: number):
   };
   if (n === 0 || !(q.x1 > q.x0)) return answer;
   const x = axisX(replay, q.axis);
-  const { allocated, reserved, allocatedByCategory } = replay;
+  const { allocated, reserved } = replay;
+  const at = new Float64Array(C);
   const w = (q.x1 - q.x0) / B;
   const xFirst = x(0);
   const xLast = x(n - 1);
@@ -97,11 +98,7 @@ export function computeTimeline(replay: Replay, q: TimelineQuery, yMax: number):
     firstEvent[b] = first;
     lastEvent[b] = last >= 0 ? last : prev;
     const row = b * C;
-    if (argmax >= 0) {
-      for (let c = 0; c < C; c++) byCategory[row + c] = allocatedByCategory[c][argmax];
-    } else {
-      for (let c = 0; c < C; c++) byCategory[row + c] = replay.initial.byCategory[c] ?? 0;
-    }
+    byCategory.set(replay.categoriesAt(argmax, at), row);
   }
   return answer;
 }

@@ -30,7 +30,8 @@ export async function withFileSource<T>(path: string, use: (src: ByteSource) => 
         return bytesRead === length ? buf : buf.subarray(0, bytesRead);
       },
       // Lets the reader recycle its slice buffers instead of faulting in fresh memory per slice.
-      readInto: async (offset, target) => (await handle.read(target, 0, target.length, offset)).bytesRead,
+      readInto: async (offset, target) =>
+        target.subarray(0, (await handle.read(target, 0, target.length, offset)).bytesRead),
     };
     return await use(src);
   } finally {

@@ -64,17 +64,15 @@ export function timelinePicture(
 ): TimelinePicture {
   const n = r.length;
   const event = samplePoints(r.allocated, n, maxPoints);
-  const cols = r.allocatedByCategory;
   const at = (col: ArrayLike<number>, initial: number, e: number) => (e < 0 ? initial : col[e]);
+  const byEvent = event.map((e) => r.categoriesAt(e));
   const x0 = n > 0 ? r.x[0] : 0;
   const categories: string[] = [];
   const series: number[][] = [];
   for (let c = 0; c < r.categoryCount; c++) {
-    const ys = event.map((e) => at(cols[c], r.initial.byCategory[c], e));
+    const ys = byEvent.map((v) => v[c]);
     // A category that holds nothing anywhere in the trace is left out of the picture (not of the legend).
-    let any = false;
-    for (let i = 0; i < n && !any; i++) any = cols[c][i] > 0;
-    if (!any && r.initial.byCategory[c] === 0) continue;
+    if (!(r.categoryMaxBytes[c] > 0)) continue;
     categories.push(categoryNames[c] ?? `category ${c}`);
     series.push(ys);
   }

@@ -6,11 +6,13 @@ export interface ByteSource {
   readonly sizeBytes: number;
   read(offset: number, length: number): Promise<Uint8Array>;
   /**
-   * Optional: reads from `offset` into `target` (from its start), resolving with the number of bytes
-   * read. The reader then reuses a few buffers instead of a fresh one per slice: fresh memory costs a
-   * page fault per 4 KiB (≈ 0.3 s of CPU per GB read on a 2-core VM).
+   * Optional: reads from `offset` into `target`'s memory (from its start), resolving with the bytes
+   * read: a view at the start of `target`'s buffer, or of the buffer that replaced it (a source that
+   * transfers the buffer to another thread and back gets it back as a new ArrayBuffer; `target` is then
+   * detached). The reader then reuses a few buffers instead of a fresh one per slice: fresh memory costs
+   * a page fault per 4 KiB (≈ 0.3 s of CPU per GB read on a 2-core VM).
    */
-  readInto?(offset: number, target: Uint8Array): Promise<number>;
+  readInto?(offset: number, target: Uint8Array): Promise<Uint8Array>;
 }
 
 export function bytesByteSource(bytes: Uint8Array, name = "bytes"): ByteSource {
@@ -46,20 +48,26 @@ export async function* readChunks(
   const free: Uint8Array[] = [];
   let size = chunkBytes;
   let offset = 0;
-  const queue: { bytes: Promise<Uint8Array>; buffer: Uint8Array | null }[] = [];
+  /** A slice being read; `buffer`: its whole memory, recycled once the caller is done with it. */
+  type Slot = { bytes: Promise<Uint8Array> | null; buffer: Uint8Array | null };
+  const queue: Slot[] = [];
   const fill = () => {
     while (queue.length <= readAhead && offset < src.sizeBytes) {
       const length = Math.min(size, src.sizeBytes - offset);
-      let buffer: Uint8Array | null = null;
       let p: Promise<Uint8Array>;
+      const entry: Slot = { bytes: null, buffer: null };
       if (readInto !== null) {
         const spare = free.pop();
         const b = spare !== undefined && spare.length >= length ? spare : new Uint8Array(length);
-        buffer = b;
-        p = readInto(offset, b.subarray(0, length)).then((n) => b.subarray(0, n));
+        p = readInto(offset, b.subarray(0, length)).then((bytes) => {
+          // the memory the bytes are in (b's, or the buffer that replaced it) is what recycles
+          entry.buffer = new Uint8Array(bytes.buffer);
+          return bytes;
+        });
       } else p = src.read(offset, length);
       p.catch(() => undefined); // an abandoned read-ahead must not be an unhandled rejection
-      queue.push({ bytes: p, buffer });
+      entry.bytes = p;
+      queue.push(entry);
       offset += length;
       size = Math.min(maxChunkBytes, size * 4);
     }
@@ -67,8 +75,8 @@ export async function* readChunks(
   fill();
   let previous: Uint8Array | null = null;
   while (queue.length > 0) {
-    const next = queue.shift() as { bytes: Promise<Uint8Array>; buffer: Uint8Array | null };
-    const current = await next.bytes;
+    const next = queue.shift() as Slot;
+    const current = await (next.bytes as Promise<Uint8Array>);
     if (current.length === 0) return; // the source ended early (a file cut short while open)
     // the caller came back for more: the slice it had is free
     if (previous !== null) free.push(previous);

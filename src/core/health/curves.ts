@@ -12,10 +12,17 @@ export interface HealthCurves {
   length: number;
   /** The replay's x (time_us or the event index), shared, not copied. */
   x: Float64Array;
-  /** reserved − allocated: bytes the cache holds beyond live tensors (pending frees included). */
-  cached: Float64Array;
-  /** active − allocated: freed by the program, not yet returned to the pool (record_stream). */
-  pending: Float64Array;
+  /**
+   * reserved − allocated: bytes the cache holds beyond live tensors (pending frees included). Made from
+   * the replay's columns on first access (views read `cachedAt` instead and keep no column).
+   */
+  readonly cached: Float64Array;
+  /** active − allocated: freed by the program, not yet returned to the pool (record_stream); as `cached`. */
+  readonly pending: Float64Array;
+  /** `cached` after event i, from the replay (no column). */
+  cachedAt(i: number): number;
+  /** `pending` after event i, from the replay (no column). */
+  pendingAt(i: number): number;
   /** Free bytes inside reserved regions that hold at least one active block (what memory_stats calls
    * inactive_split_bytes for non-expandable segments): cached memory no empty_cache() can return. */
   inactiveSplit: Float64Array;
@@ -147,8 +154,6 @@ export function healthCurves(r: Replay): HealthCurves {
     buildRuns(a, b);
   };
 
-  const cached = new Float64Array(n);
-  const pending = new Float64Array(n);
   const inactiveSplit = new Float64Array(n);
   const heldRegions = new Int32Array(n);
   const ev = r.eventAllocation;
@@ -165,17 +170,27 @@ export function healthCurves(r: Replay): HealthCurves {
         touch(k, 1);
       } else if (A.freeCompletedEvent[k] === e) touch(k, -1);
     }
-    cached[e] = r.reserved[e] - r.allocated[e];
-    pending[e] = r.active[e] - r.allocated[e];
     inactiveSplit[e] = total;
     heldRegions[e] = heldRuns;
   }
+  const cachedAt = (i: number) => r.reserved[i] - r.allocated[i];
+  const pendingAt = (i: number) => r.active[i] - r.allocated[i];
+  let cached: Float64Array | null = null;
+  let pending: Float64Array | null = null;
   return {
     device: r.device,
     length: n,
     x: r.x,
-    cached,
-    pending,
+    get cached() {
+      cached ??= Float64Array.from({ length: n }, (_, i) => cachedAt(i));
+      return cached;
+    },
+    get pending() {
+      pending ??= Float64Array.from({ length: n }, (_, i) => pendingAt(i));
+      return pending;
+    },
+    cachedAt,
+    pendingAt,
     inactiveSplit,
     heldRegions,
     initial: initialState,
@@ -184,8 +199,20 @@ export function healthCurves(r: Replay): HealthCurves {
 
 /** Max of a column and its first event (null when empty): what a page shows next to the curve. */
 export function columnMax(col: Float64Array): { value: number; eventIndex: number } | null {
-  if (col.length === 0) return null;
+  return maxOf(col.length, (i) => col[i]);
+}
+
+/** Max of `value(i)` over i < n and its first i (null when n = 0). */
+export function maxOf(n: number, value: (i: number) => number): { value: number; eventIndex: number } | null {
+  if (n === 0) return null;
   let best = 0;
-  for (let i = 1; i < col.length; i++) if (col[i] > col[best]) best = i;
-  return { value: col[best], eventIndex: best };
+  let bestValue = value(0);
+  for (let i = 1; i < n; i++) {
+    const v = value(i);
+    if (v > bestValue) {
+      best = i;
+      bestValue = v;
+    }
+  }
+  return { value: bestValue, eventIndex: best };
 }

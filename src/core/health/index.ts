@@ -7,7 +7,7 @@ import type { CountersSidecar, SnapshotModel } from "../model/types";
 import { prepareReplays } from "../replay/report";
 import type { Replay } from "../replay/types";
 import { replayInputs } from "../report/index";
-import { columnMax, type HealthCurves, healthCurves } from "./curves";
+import { columnMax, type HealthCurves, healthCurves, maxOf } from "./curves";
 import {
   type FragmentationDetail,
   type FragmentationOptions,
@@ -59,15 +59,15 @@ export function buildHealth(
       device: replay.device,
       events: n,
       max: {
-        cached: columnMax(curves.cached),
-        pending: columnMax(curves.pending),
+        cached: maxOf(n, curves.cachedAt),
+        pending: maxOf(n, curves.pendingAt),
         inactiveSplit: columnMax(curves.inactiveSplit),
       },
       end:
         n > 0
           ? {
-              cached: curves.cached[n - 1],
-              pending: curves.pending[n - 1],
+              cached: curves.cachedAt(n - 1),
+              pending: curves.pendingAt(n - 1),
               inactiveSplit: curves.inactiveSplit[n - 1],
             }
           : null,
@@ -92,7 +92,7 @@ export function healthForModel(
   return out;
 }
 
-export { columnMax, type HealthCurves, healthCurves } from "./curves";
+export { columnMax, type HealthCurves, healthCurves, maxOf } from "./curves";
 export {
   type FragmentationDetail,
   type FragmentationOptions,

@@ -435,7 +435,11 @@ export class SnapshotAssembler implements EntrySink {
         `the file holds ${describeValue(root)}, not a memory snapshot (expected a dict with "segments" and "device_traces", or a list of segments)`,
       );
     }
-    return b.finish({ ...source, notes: [...source.notes, ...this.notes] });
+    return b.finish({
+      ...source,
+      notes: [...source.notes, ...this.notes],
+      traceEntriesByWasm: this.scanner.wasmEntries,
+    });
   }
 }
 

@@ -123,6 +123,11 @@ export interface SnapshotSource {
   pickleProtocol: number | null;
   /** Things worth telling the user that are not errors (trailing bytes after STOP, unknown keys…). */
   notes: string[];
+  /**
+   * Trace entries the WebAssembly scanner parsed (the rest went to the JavaScript one): 0 where
+   * WebAssembly is unavailable or forbidden (a page whose CSP lacks 'wasm-unsafe-eval').
+   */
+  traceEntriesByWasm?: number;
 }
 
 export interface SnapshotModel {

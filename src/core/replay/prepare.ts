@@ -12,6 +12,7 @@ import {
 } from "../model/types";
 import { exactBytesShort } from "../units";
 import { AddressMap } from "./addr-map";
+import { type CategoryIndex, categoryColumns, categoryIndex } from "./categories";
 import {
   applySegmentEvent,
   buildExtents,
@@ -1093,6 +1094,11 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
   const check = traceReplayCheckFor(device, scan.replayedEvents, end, anomalies);
 
   let byCategory: Float64Array[] | null = null;
+  let byCategoryIndex: CategoryIndex | null = null;
+  const categoriesNow = () => {
+    byCategoryIndex ??= categoryIndex(replay);
+    return byCategoryIndex;
+  };
   let requestedColumn: Float64Array | null = null;
   const replay: Replay = {
     device,
@@ -1111,6 +1117,10 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
     get allocatedByCategory(): Float64Array[] {
       if (!byCategory) byCategory = categoryColumns(replay);
       return byCategory;
+    },
+    categoriesAt: (i, out = new Float64Array(C)) => categoriesNow().at(i, out),
+    get categoryMaxBytes(): Float64Array {
+      return categoriesNow().maxBytes;
     },
     categoryCount: C,
     unknownCategory,
@@ -1167,49 +1177,6 @@ function requestedBytesColumn(r: Replay): Float64Array {
     col[i] = cur;
   }
   return col;
-}
-
-/**
- * Allocated (rounded) bytes per category after every event: one Float64Array per category. Only one
- * category changes per event, so each column is written as constant runs with fill().
- */
-function categoryColumns(r: Replay): Float64Array[] {
-  const n = r.length;
-  const C = r.categoryCount;
-  const cols: Float64Array[] = [];
-  for (let c = 0; c < C; c++) cols.push(new Float64Array(n));
-  if (!r.trace) return cols;
-  const cur = r.initial.byCategory.slice();
-  const from = new Int32Array(C);
-  const A = r.allocations;
-  const size = A.sizeBytes;
-  const cat = A.category;
-  const freeReq = A.freeRequestedEvent;
-  const freeComp = A.freeCompletedEvent;
-  const action = r.trace.action;
-  const isWorkspace = r.trace.isWorkspace;
-  const ev = r.eventAllocation;
-  const bump = (c: number, delta: number, i: number) => {
-    if (from[c] < i) cols[c].fill(cur[c], from[c], i);
-    from[c] = i;
-    cur[c] += delta;
-  };
-  for (let i = 0; i < n; i++) {
-    const k = ev[i];
-    if (k < 0 || isWorkspace[i]) continue;
-    const a = action[i];
-    if (a === Action.alloc) {
-      const old = r.implicitCloses.size > 0 ? r.implicitCloses.get(i) : undefined;
-      if (old !== undefined && freeReq[old] === i) bump(cat[old], -size[old], i);
-      bump(cat[k], size[k], i);
-    } else if (a === Action.free_requested) {
-      if (freeReq[k] === i) bump(cat[k], -size[k], i);
-    } else if (a === Action.free_completed) {
-      if (freeComp[k] === i && freeReq[k] === i) bump(cat[k], -size[k], i);
-    }
-  }
-  for (let c = 0; c < C; c++) if (from[c] < n) cols[c].fill(cur[c], from[c], n);
-  return cols;
 }
 
 const fmt = exactBytesShort;

@@ -207,8 +207,18 @@ export interface Replay {
   reserved: Float64Array;
   /** Allocated bytes in requested (unrounded) sizes after each event; computed on first access. */
   readonly requested: Float64Array;
-  /** Allocated bytes per category after each event (one column per category); computed on first access. */
+  /**
+   * Allocated bytes per category after each event (one column per category: C × events numbers);
+   * computed on first access. For tests and small traces: views use `categoriesAt`.
+   */
   readonly allocatedByCategory: Float64Array[];
+  /**
+   * Allocated bytes per category after event i (i < 0: the initial state), written into `out` (one
+   * per category) and returned; from checkpoints every 1024 events (src/core/replay/categories.ts).
+   */
+  categoriesAt(i: number, out?: Float64Array): Float64Array;
+  /** The most each category held at any moment of the trace (the initial state included). */
+  readonly categoryMaxBytes: Float64Array;
   categoryCount: number;
   unknownCategory: number;
   /** State before the first event. */

@@ -10,8 +10,8 @@
 import { create } from "zustand";
 import type { CompareAnswer, ReplayFacts, XAxis } from "../../../workers/api";
 import { restoreWhatIf } from "../views/whatif/store";
-import { askRoot, freshWorker, onWorkerCrash, prewarmWhenIdle, type Side } from "./client";
-import { checkUrl, DownloadError, download, nameOfUrl } from "./download";
+import { askRoot, freshWorker, onWorkerCrash, prewarm, prewarmWhenIdle, type Side } from "./client";
+import { checkUrl, nameOfUrl } from "./download";
 import { canHash, contentHash } from "./hash";
 import { nextPaint, tracked } from "./idle";
 import type { LinkState } from "./link";
@@ -87,7 +87,6 @@ export interface AppState {
 let noticeId = 0;
 /** Bumped whenever everything is closed: an open that started before is then stale. */
 let epoch = 0;
-let downloads: AbortController | null = null;
 let cancelTimer: ReturnType<typeof setTimeout> | null = null;
 
 /** A counters sidecar: named `*.counters.json`, or a small JSON file naming the allocator counters. */
@@ -197,14 +196,14 @@ function setPageState(): void {
   if (document.title !== title) document.title = title;
 }
 
-prewarmWhenIdle(); // the first file opens in a worker that has already started
+prewarm(); // the first file opens in a worker that has already started
 
 export const useApp = create<AppState>()((set, get) => {
   /** Opens one file into a side; then its hash (dropped files) and the link check. */
-  async function openInto(side: Side, file: Blob, name: string, counters: File | null, source: Source) {
+  async function openInto(side: Side, file: Blob | URL, name: string, counters: File | null, source: Source) {
     const s = sides[side];
     const ok = await s.getState().open(file, name, { counters, source });
-    if (ok && source.kind === "file" && canHash()) {
+    if (ok && source.kind === "file" && file instanceof Blob && canHash()) {
       const generation = s.getState().generation;
       // the hash reads the whole file again: let the timeline draw first
       await nextPaint(1500);
@@ -217,8 +216,6 @@ export const useApp = create<AppState>()((set, get) => {
 
   function startFresh(mode: Mode) {
     epoch++;
-    downloads?.abort();
-    downloads = null;
     freshWorker();
     sides[0].getState().reset();
     sides[1].getState().reset();
@@ -389,33 +386,10 @@ export const useApp = create<AppState>()((set, get) => {
             continue;
           }
           const name = nameOfUrl(checked.url);
-          const startedAt = performance.now();
-          s.setProgress(name, { phase: "downloading", bytesDone: 0, bytesTotal: 0 }, startedAt);
-          const controller = new AbortController();
-          downloads = controller;
-          let blob: Blob;
-          try {
-            blob = await download(
-              checked.url,
-              (p) => {
-                if (epoch === mine)
-                  sides[side].getState().setProgress(name, { phase: "downloading", ...p }, startedAt);
-              },
-              controller.signal,
-            );
-          } catch (e) {
-            if (epoch !== mine) return;
-            const message =
-              e instanceof DownloadError ? e.message : `Could not download ${raw}: ${String(e)}`;
-            sides[side].getState().fail(name, message);
-            ready.push(false);
-            continue;
-          } finally {
-            if (downloads === controller) downloads = null;
-          }
+          // The worker downloads it and reads it as it comes (workers/url-source.ts).
           if (epoch !== mine) return;
           const kind = checked.url.origin === location.origin && raw === "demo.pickle" ? "demo" : "url";
-          ready.push(await openInto(side, blob, name, null, { kind, name, size: blob.size, url: raw }));
+          ready.push(await openInto(side, checked.url, name, null, { kind, name, size: 0, url: raw }));
           if (epoch !== mine) return;
         }
         if (ready.every(Boolean)) await afterOpen();
@@ -429,12 +403,6 @@ export const useApp = create<AppState>()((set, get) => {
     cancel() {
       const loading = sides.filter((s) => s.getState().status === "loading");
       if (loading.length === 0) return;
-      if (downloads) {
-        // A download: stop it and close everything (startFresh aborts it).
-        startFresh("single");
-        document.body.dataset.cancelled = "1";
-        return;
-      }
       for (const s of loading) s.getState().cancelRead();
       // A reader busy in a long synchronous stretch cannot see the abort: after a grace period, end the
       // worker itself (both sides go with it); the open() promises are then dropped as stale.

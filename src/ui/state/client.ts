@@ -78,7 +78,16 @@ async function create(): Promise<Instance> {
     end = reject;
   });
   ended.catch(() => {});
-  const inst: Instance = { worker, root: Comlink.wrap<WorkerApi>(worker), sides: [null, null], ended, end };
+  const root = Comlink.wrap<WorkerApi>(worker);
+  // side 0's proxy asked for now: a file picked at once does not wait for that round trip
+  const inst: Instance = {
+    worker,
+    root,
+    sides: [root.side(0) as unknown as Promise<SideApi>, null],
+    ended,
+    end,
+  };
+  inst.sides[0]?.catch(() => {});
   worker.addEventListener("error", (e) => {
     e.preventDefault();
     const reason = e.message || "the worker crashed";
@@ -130,6 +139,8 @@ export function prewarm(): void {
  */
 function warmUp(inst: Instance): void {
   if (current === inst) return;
+  // `npm run bench:web` with BENCH_WEB_WARMUP=0 sets this flag to measure the page without a warm-up
+  if ((window as { __memscopeNoWarmUp?: boolean }).__memscopeNoWarmUp) return;
   inst.root.warmUp(WARM_UP_ROUNDS).catch(() => undefined);
 }
 

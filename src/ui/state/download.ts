@@ -2,7 +2,7 @@
 // progress, and an error that says what went wrong (HTTP status, or a request the browser refused —
 // unreachable, or a server that does not allow this page to read it: CORS).
 
-import { formatCount } from "../../core/units";
+import { downloadFailureMessage, type PageLocation } from "../../core/formats/download-errors";
 
 export interface DownloadProgress {
   bytesDone: number;
@@ -37,33 +37,30 @@ export function nameOfUrl(url: URL): string {
   }
 }
 
+/** Where this page is, for the download messages. */
+export function pageLocation(): PageLocation {
+  return { origin: location.origin, protocol: location.protocol };
+}
+
 export async function download(
   url: URL,
   onProgress: (p: DownloadProgress) => void,
   signal: AbortSignal,
 ): Promise<Blob> {
-  const shown = url.href.length > 200 ? `${url.href.slice(0, 197)}…` : url.href;
   let res: Response;
   try {
-    res = await fetch(url, { mode: "cors", credentials: "omit", cache: "no-cache", signal });
+    res = await fetch(url, { mode: "cors", credentials: "omit", cache: "no-store", signal });
   } catch (e) {
     if (signal.aborted) throw e;
-    const local = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(url.hostname);
-    if (location.protocol === "https:" && url.protocol === "http:" && !local) {
-      throw new DownloadError(
-        `Could not download ${shown}: this page is served over https, and browsers do not let it fetch plain http (mixed content). Use an https URL for the snapshot.`,
-      );
-    }
-    const sameOrigin = url.origin === location.origin;
-    throw new DownloadError(
-      sameOrigin
-        ? `Could not download ${shown}: the request failed (the server is unreachable or the connection was cut).`
-        : `Could not download ${shown}: the request failed or was refused. Either the server is unreachable, or it does not let this page read the file — it must answer with the header Access-Control-Allow-Origin (CORS) for ${location.origin}.`,
-    );
+    throw new DownloadError(downloadFailureMessage(url.href, pageLocation(), { kind: "network" }));
   }
   if (!res.ok) {
     throw new DownloadError(
-      `Could not download ${shown}: the server answered HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ""}.`,
+      downloadFailureMessage(url.href, pageLocation(), {
+        kind: "status",
+        status: res.status,
+        statusText: res.statusText,
+      }),
     );
   }
   const total = Number(res.headers.get("Content-Length") ?? 0) || 0;
@@ -91,7 +88,11 @@ export async function download(
   } catch (e) {
     if (signal.aborted) throw e;
     throw new DownloadError(
-      `The download of ${shown} broke off after ${formatCount(done)} bytes: ${e instanceof Error ? e.message : String(e)}`,
+      downloadFailureMessage(url.href, pageLocation(), {
+        kind: "broke",
+        bytes: done,
+        message: e instanceof Error ? e.message : String(e),
+      }),
     );
   }
   onProgress({ bytesDone: done, bytesTotal: done });

@@ -14,11 +14,43 @@ export function canHash(): boolean {
 export async function contentHash(blob: Blob, signal?: { stale(): boolean }): Promise<string | null> {
   if (!canHash()) return null;
   const pieces: Uint8Array[] = [];
-  for (let at = 0; at < blob.size || at === 0; at += PIECE) {
-    if (signal?.stale()) return null;
-    const bytes = await blob.slice(at, Math.min(blob.size, at + PIECE)).arrayBuffer();
-    pieces.push(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
-    if (blob.size === 0) break;
+  const digest = async (bytes: Uint8Array) =>
+    pieces.push(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)));
+  // One 4 MiB buffer read into again and again (BYOB): a fresh one per piece would leave the page
+  // holding a file's worth of garbage buffers until the next collection.
+  let reader: ReadableStreamBYOBReader | null = null;
+  try {
+    reader = blob.stream().getReader({ mode: "byob" });
+  } catch {
+    reader = null;
+  }
+  if (reader) {
+    let buf = new ArrayBuffer(PIECE);
+    for (let ended = false; !ended; ) {
+      if (signal?.stale()) {
+        void reader.cancel().catch(() => {});
+        return null;
+      }
+      let n = 0;
+      while (n < PIECE) {
+        const r = await reader.read(new Uint8Array(buf, n, PIECE - n));
+        if (!r.value) return null;
+        buf = r.value.buffer as ArrayBuffer;
+        n += r.value.byteLength;
+        if (r.done) {
+          ended = true;
+          break;
+        }
+      }
+      // the last piece is the one that reaches the end (an empty file is one empty piece)
+      if (n > 0 || pieces.length === 0) await digest(new Uint8Array(buf, 0, n));
+    }
+  } else {
+    for (let at = 0; at < blob.size || at === 0; at += PIECE) {
+      if (signal?.stale()) return null;
+      await digest(new Uint8Array(await blob.slice(at, Math.min(blob.size, at + PIECE)).arrayBuffer()));
+      if (blob.size === 0) break;
+    }
   }
   const all = new Uint8Array(pieces.length * 32);
   pieces.forEach((p, i) => {

@@ -75,7 +75,8 @@ export interface State {
   /** A worker request on this side. */
   ask<T>(fn: (api: Comlink.Remote<MemscopeApi>) => Promise<T>): Promise<T>;
   /** Opens a snapshot in this side's engine; resolves true when it is ready. */
-  open(file: Blob, name: string, opts?: { counters?: File | null; source?: Source }): Promise<boolean>;
+  /** Opens a file, or downloads a URL and reads it as it comes (in the worker). */
+  open(file: Blob | URL, name: string, opts?: { counters?: File | null; source?: Source }): Promise<boolean>;
   /** Shows an error for this side without opening anything (a failed download). */
   fail(name: string, message: string): void;
   /** Progress shown while something outside the worker (a download) prepares the file. */
@@ -189,13 +190,21 @@ function createSideStore(side: Side): SideStore {
       async open(file, name, opts = {}) {
         const generation = get().generation + 1;
         const t0 = performance.now();
+        const url = file instanceof URL ? file : null;
+        const sizeBytes = file instanceof URL ? 0 : file.size;
         set({
           ...EMPTY,
           status: "loading",
           fileName: name,
-          source: opts.source ?? { kind: "file", name, size: file.size },
+          source: opts.source ?? { kind: "file", name, size: sizeBytes },
           generation,
-          progress: { phase: "reading", bytesDone: 0, bytesTotal: file.size, startedAt: t0, now: t0 },
+          progress: {
+            phase: url ? "downloading" : "reading",
+            bytesDone: 0,
+            bytesTotal: sizeBytes,
+            startedAt: t0,
+            now: t0,
+          },
         });
         const onProgress = Comlink.proxy((p: ProgressInfo) => {
           if (get().generation !== generation) return;
@@ -205,7 +214,17 @@ function createSideStore(side: Side): SideStore {
         });
         let result: OpenResult;
         try {
-          result = await sideAsk((api) => api.open(file, name, onProgress) as Promise<OpenResult>);
+          result = await sideAsk(
+            (api) =>
+              (url
+                ? api.openUrl(
+                    url.href,
+                    name,
+                    { origin: location.origin, protocol: location.protocol },
+                    onProgress,
+                  )
+                : api.open(file as Blob, name, onProgress)) as Promise<OpenResult>,
+          );
         } catch (e) {
           if (get().generation !== generation) return false;
           const message = e instanceof Error ? e.message : String(e);
@@ -232,10 +251,11 @@ function createSideStore(side: Side): SideStore {
           summary,
           device,
           countersError,
+          ...(url ? { source: { ...(get().source as Source), size: summary.byteLength } } : {}),
           progress: {
             phase: "replaying the trace",
-            bytesDone: file.size,
-            bytesTotal: file.size,
+            bytesDone: summary.byteLength,
+            bytesTotal: summary.byteLength,
             startedAt: t0,
             now: performance.now(),
           },

@@ -10,6 +10,7 @@ import type { HealthAnswer } from "../../../../workers/api";
 import type { FragmentationDetail } from "../../../core/health/index";
 import { Bytes } from "../../components/Bytes";
 import { exactBytes, formatBytes, formatCount, formatDurationUs } from "../../format";
+import { nextPaint, tracked } from "../../state/idle";
 import { useSide, useSideKey } from "../../state/store";
 import { HealthOverlayToggles } from "./HealthOverlay";
 
@@ -49,9 +50,14 @@ export function HealthPanel() {
     if (!panel) return;
     let stale = false;
     setError(null);
-    ask((api) => api.health(device)).then(
+    // After the timeline's first picture (or 250 ms): its curves cost a pass over the whole trace, and
+    // the worker answers in order, so asked at once they would hold the timeline's first drawing back.
+    tracked(async () => {
+      await nextPaint(250);
+      return stale ? null : ask((api) => api.health(device));
+    }).then(
       (a) => {
-        if (!stale) setAnswer(a);
+        if (!stale && a) setAnswer(a);
       },
       (e) => {
         if (!stale) setError(e instanceof Error ? e.message : String(e));
