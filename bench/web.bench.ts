@@ -384,6 +384,8 @@ interface Zoom {
 
 interface Run {
   file: string;
+  /** The file's size in bytes. */
+  fileBytes: number;
   run: number;
   loadavg: string;
   outcome: string;
@@ -437,6 +439,7 @@ async function oneRun(
   await sampler.attach();
   const r: Run = {
     file: spec.label,
+    fileBytes: statSync(spec.path).size,
     run,
     loadavg: la(),
     outcome: "ok",
@@ -838,6 +841,10 @@ function printRun(r: Run) {
       `renderer RSS ${mb(r.rendererRss)} MiB; bench process RSS growth ${mb(r.nodeRssGrowth)} MiB`,
   );
   log(
+    `    the tab's JS heaps + ArrayBuffers (page + workers): at most ${mb(tabPeak(r))} MiB (the sum of the four ` +
+      `peaks) = ${(tabPeak(r) / r.fileBytes).toFixed(2)} × the file`,
+  );
+  log(
     `    main thread during load: longtasks ${r.longCount} (max ${ms(r.longMax)} ms, ${r.long100} > 100 ms); ` +
       `rAF gap max ${ms(r.rafMax)} ms, ${r.raf100} gaps > 100 ms`,
   );
@@ -849,6 +856,11 @@ function printRun(r: Run) {
     );
   }
   if (r.errors.length) log(`    page errors: ${[...new Set(r.errors)].slice(0, 5).join(" | ")}`);
+}
+
+/** An upper bound of the tab's peak JS heap + ArrayBuffer bytes: the page's and the workers' peaks added. */
+function tabPeak(r: Run): number {
+  return r.pageHeap + r.pageBacking + r.workerHeap + r.workerBacking;
 }
 
 function printTable(results: Run[]) {
@@ -869,6 +881,7 @@ function printTable(results: Run[]) {
     "wkr heap",
     "wkr ABuf",
     "rndr RSS",
+    "tab/file",
     "longtask max",
     ">100",
     "rAF gap max",
@@ -895,6 +908,7 @@ function printTable(results: Run[]) {
       mb(m("workerHeap")),
       mb(m("workerBacking")),
       mb(m("rendererRss")),
+      median(use.map((r) => tabPeak(r) / r.fileBytes)).toFixed(2),
       ms(m("longMax")),
       ms(m("long100")),
       ms(m("rafMax")),

@@ -5,10 +5,12 @@
 // context (phases, masks, recompute plans) is made once per replay; suggestions are cached per capacity
 // and counters sidecar; the last curve is kept so that zooming does not replay the change again.
 //
-// suggest() takes ~0.8 s on a 1 M-event trace: requests carry a ticket, and one that a newer ticket of the
-// same kind has overtaken while it waited in the worker's queue answers `stale` without computing.
+// suggest() takes ~0.8 s on a 1 M-event trace: it runs one evaluation per task (the page's other requests
+// are answered in between), requests carry a ticket, and one that a newer ticket of the same kind has
+// overtaken (while it waited in the worker's queue, or between its evaluations) answers `stale`.
 
 import type { CountersSidecar } from "../src/core/model/types";
+import { nextTask } from "../src/core/next-task";
 import type { Replay } from "../src/core/replay/types";
 import {
   type Capacity,
@@ -21,7 +23,7 @@ import {
   parseSelection,
   prepareWhatIf,
   type Suggestion,
-  suggest,
+  suggestSteps,
   type Transform,
   type TransformSummary,
   topLevelModules,
@@ -239,7 +241,16 @@ export async function whatIfSuggest(engine: Engine, q: WhatIfSuggestQuery): Prom
     const hit = c.suggestions.get(key);
     if (hit && hit.counters === counters) return { ...base, suggestions: hit.rows };
     const t0 = performance.now();
-    const rows = suggest(c.ctx, { capacity }).map(
+    // one evaluation per task: the timeline's and the map's requests are answered in between
+    const steps = suggestSteps(c.ctx, { capacity });
+    let step = steps.next();
+    while (!step.done) {
+      await nextTask();
+      if (q.ticket !== undefined && q.ticket < (latest.get(engine)?.get("suggest") ?? -1))
+        return { ...empty, stale: true };
+      step = steps.next();
+    }
+    const rows = step.value.map(
       (s): WhatIfSuggestionRow => ({
         id: s.id,
         kind: s.kind,

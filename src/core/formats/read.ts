@@ -4,6 +4,7 @@
 import { SnapshotAssembler } from "../model/assemble";
 import type { LoadPreview } from "../model/preview";
 import type { InputFormat, SnapshotModel } from "../model/types";
+import { nextTask } from "../next-task";
 import { PickleError } from "../pickle/errors";
 import { type UnpickleLimits, Unpickler } from "../pickle/unpickler";
 import { type ByteSource, readChunks } from "./byte-source";
@@ -40,18 +41,6 @@ const DEFAULT_CHUNK_BYTES = 16 << 20;
 /** The most bytes parsed in one go before the next task (see unpickle()). */
 const FEED_BYTES = 4 << 20;
 
-/** Resolves in a new task (not a microtask), without the timer clamping of setTimeout. */
-function nextTask(): Promise<void> {
-  if (typeof setImmediate === "function") return new Promise((resolve) => setImmediate(resolve));
-  return new Promise((resolve) => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = () => {
-      channel.port1.close();
-      resolve();
-    };
-    channel.port2.postMessage(null);
-  });
-}
 /** JSON is parsed as one string; V8 strings stop near 512 MiB. */
 const MAX_JSON_BYTES = 400 << 20;
 

@@ -30,7 +30,14 @@ export {
   transformSpec,
   WhatIfSpecError,
 } from "./spec";
-export { deviceCapacity, oomNeeds, type SuggestOptions, suggest, topLevelModules } from "./suggest";
+export {
+  deviceCapacity,
+  oomNeeds,
+  type SuggestOptions,
+  suggest,
+  suggestSteps,
+  topLevelModules,
+} from "./suggest";
 export * from "./types";
 
 /**

@@ -129,6 +129,18 @@ export interface SuggestOptions {
 
 /** Ranked suggestions for the peak (by saving, then by how cheap the change is). */
 export function suggest(ctx: WhatIfContext, opts: SuggestOptions = {}): Suggestion[] {
+  const steps = suggestSteps(ctx, opts);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * `suggest` one evaluation at a time: yields after each (one pass over the trace, ~0.1 s on 5 M
+ * events), so a worker can answer other requests between them; returns the ranked list.
+ */
+export function* suggestSteps(ctx: WhatIfContext, opts: SuggestOptions = {}): Generator<void, Suggestion[]> {
   const A = ctx.replay.allocations;
   const bytesOf = (sel: Selection) => {
     const m = selectAllocations(ctx, sel);
@@ -293,15 +305,22 @@ export function suggest(ctx: WhatIfContext, opts: SuggestOptions = {}): Suggesti
     };
   };
   const keepModules = opts.modules ?? 3;
-  const ckptResults = ckpt
-    .map((c) => ({ c, s: evaluated(c) }))
-    .sort((x, y) => y.s.savedBytes - x.s.savedBytes || x.c.id.localeCompare(y.c.id));
+  const ckptResults: { c: Candidate; s: Suggestion }[] = [];
+  for (const c of ckpt) {
+    ckptResults.push({ c, s: evaluated(c) });
+    yield;
+  }
+  ckptResults.sort((x, y) => y.s.savedBytes - x.s.savedBytes || x.c.id.localeCompare(y.c.id));
   const all = ckptResults.find((x) => x.c.id === "checkpoint:all");
   // Per module: the best few that save something (with one module only, it stays either way).
   const perModule = ckptResults
     .filter((x) => x.c.id !== "checkpoint:all" && (!all || x.s.savedBytes > 0))
     .slice(0, keepModules);
-  const out = [...perModule, ...(all ? [all] : []), ...candidates.map((c) => ({ c, s: evaluated(c) }))];
+  const out = [...perModule, ...(all ? [all] : [])];
+  for (const c of candidates) {
+    out.push({ c, s: evaluated(c) });
+    yield;
+  }
   return out
     .sort((x, y) => y.s.savedBytes - x.s.savedBytes || x.c.cost - y.c.cost || x.c.id.localeCompare(y.c.id))
     .map((x) => x.s);
