@@ -52,6 +52,31 @@ describe.skipIf(!HAVE_REAL)("reading while the bytes arrive (streamByteSource)",
     }
   });
 
+  it("flow control: a sender that waits for what was let go never gets more than its window ahead", async () => {
+    const b = bytes();
+    const windowBytes = 1 << 20; // > the reads out at once: three 256 KiB slices
+    let credit = windowBytes;
+    let wake: (() => void) | null = null;
+    let aheadMax = 0;
+    async function* sender() {
+      for await (const c of dribble(b, 7, 200_000)) {
+        while (credit <= 0) await new Promise<void>((r) => (wake = r));
+        credit -= c.length;
+        aheadMax = Math.max(aheadMax, windowBytes - credit);
+        yield c;
+      }
+    }
+    const src = streamByteSource(sender(), FILE, b.length, undefined, (letGo) => {
+      credit += letGo;
+      wake?.();
+      wake = null;
+    });
+    const model = await readSnapshot(src, { chunkBytes: 64 << 10, maxChunkBytes: 256 << 10, readAhead: 2 });
+    expect(fingerprint(model)).toEqual(fingerprint(await readBytes(b, FILE)));
+    expect(aheadMax).toBeLessThan(windowBytes + 200_000);
+    expect(aheadMax).toBeGreaterThan(256 << 10);
+  });
+
   it("lets go of what was read: a read behind it fails and says why", async () => {
     const b = bytes();
     const src = streamByteSource(dribble(b, 4, 50_000), FILE, b.length);

@@ -35,12 +35,21 @@ async function fromStream(file, blob, offset, length, buf) {
   if (n < length) closeOpen();
   return { ab, n };
 }
-const downloads = new Map(); // id → AbortController
+const downloads = new Map(); // id → { ac, credit, wake }
 // A download (#src=): the body's chunks gathered into slices (first, then 4× up to max, and whatever
-// is in after 200 ms) sent as they fill; how far it got every 50 ms.
-async function download(id, url, first, max) {
+// is in after 200 ms) sent as they fill; how far it got every 50 ms. At most "window" bytes are out
+// unacknowledged: the parser acknowledges the bytes it has let go, so the body waits in the network,
+// not in memory, when it comes faster than it is parsed.
+async function download(id, url, first, max, window) {
   const ac = new AbortController();
-  downloads.set(id, ac);
+  const d = { ac, credit: window, wake: null, free: [] };
+  // a slice's buffer: one the parser gave back (it has copied the bytes out), or a new one
+  const fresh = (size) => {
+    const i = d.free.findIndex((b) => b.byteLength >= size);
+    return i >= 0 ? new Uint8Array(d.free.splice(i, 1)[0], 0, size) : new Uint8Array(size);
+  };
+  downloads.set(id, d);
+  const room = () => d.credit > 0 || ac.signal.aborted ? null : new Promise((r) => { d.wake = r; });
   const post = (m, t) => { if (!ac.signal.aborted) postMessage(m, t); };
   try {
     let res;
@@ -57,18 +66,22 @@ async function download(id, url, first, max) {
     const length = Number(res.headers.get("Content-Length") || 0) || 0;
     post({ id, head: { length, encoded: !!res.headers.get("Content-Encoding") } });
     const rd = res.body.getReader();
-    let size = first, buf = new Uint8Array(size), n = 0, total = 0, flushedAt = performance.now(), toldAt = 0;
+    let size = first, buf = fresh(size), n = 0, total = 0, flushedAt = performance.now(), toldAt = 0;
     const flush = () => {
       if (n === 0) return;
       const ab = buf.buffer;
+      d.credit -= n;
       post({ id, chunk: ab, n }, [ab]);
       size = Math.min(max, size * 4);
-      buf = new Uint8Array(size);
+      buf = fresh(size);
       n = 0;
       flushedAt = performance.now();
     };
     try {
       for (;;) {
+        const wait = room();
+        if (wait) await wait;
+        if (ac.signal.aborted) return;
         const { done, value } = await rd.read();
         if (done) break;
         for (let at = 0; at < value.length; ) {
@@ -96,8 +109,23 @@ async function download(id, url, first, max) {
 onmessage = (e) => {
   const { id, file, blob, offset, length, buf } = e.data;
   if (id === -1) { closeOpen(); return; }
-  if (e.data.url) { download(id, e.data.url, e.data.first, e.data.max); return; }
-  if (e.data.stop) { downloads.get(id)?.abort(); downloads.delete(id); return; }
+  if (e.data.url) { download(id, e.data.url, e.data.first, e.data.max, e.data.window); return; }
+  if (e.data.ack) {
+    const d = downloads.get(id);
+    if (d) {
+      d.credit += e.data.ack;
+      if (e.data.bufs) d.free.push(...e.data.bufs);
+      d.wake?.();
+      d.wake = null;
+    }
+    return;
+  }
+  if (e.data.stop) {
+    const d = downloads.get(id);
+    if (d) { d.ac.abort(); d.wake?.(); }
+    downloads.delete(id);
+    return;
+  }
   queue = queue.then(async () => {
     try {
       let r;
@@ -250,7 +278,8 @@ export function parallelBlobSource(blob: Blob, name: string): ParallelSource {
       name,
       sizeBytes: blob.size,
       read: (offset, length) => ask(offset, length, null),
-      readInto: (offset, target) => ask(offset, target.length, target),
+      // only with a reader: read directly, a Blob gives fresh memory anyway
+      readInto: r ? (offset, target) => ask(offset, target.length, target) : undefined,
     },
     parallel: () => !direct,
     // Reads still in flight for this file are dropped (their answers are ignored when they come), and
@@ -282,14 +311,14 @@ export interface DownloadMessage {
 
 /**
  * Downloads `href` in the reader worker (so that the body is taken in while this worker parses),
- * sending its messages to `onMessage`; returns a function that stops it, or null where there is no
- * reader (the caller fetches itself).
+ * sending its messages to `onMessage`, at most `slices.windowBytes` ahead of the acknowledgements
+ * (`ack`); null where there is no reader (the caller fetches itself).
  */
 export function readerDownload(
   href: string,
-  slices: { first: number; max: number },
+  slices: { first: number; max: number; windowBytes: number },
   onMessage: (m: DownloadMessage) => void,
-): (() => void) | null {
+): { stop: () => void; ack: (bytes: number, buffers?: ArrayBuffer[]) => void } | null {
   if (shared === undefined) shared = startReader();
   const r = shared;
   if (!r || r.failed) return null;
@@ -298,9 +327,15 @@ export function readerDownload(
     if (m.end || m.fail) r.downloads.delete(id);
     onMessage(m);
   });
-  r.worker.postMessage({ id, url: href, first: slices.first, max: slices.max });
-  return () => {
-    if (!r.downloads.delete(id)) return;
-    r.worker.postMessage({ id, stop: true });
+  r.worker.postMessage({ id, url: href, first: slices.first, max: slices.max, window: slices.windowBytes });
+  return {
+    stop: () => {
+      if (!r.downloads.delete(id)) return;
+      r.worker.postMessage({ id, stop: true });
+    },
+    // `buffers`: slices the parser is done with, sent back to be filled again
+    ack: (bytes, buffers = []) => {
+      if (r.downloads.has(id)) r.worker.postMessage({ id, ack: bytes, bufs: buffers }, buffers);
+    },
   };
 }

@@ -67,18 +67,39 @@ function chunkQueue() {
   };
 }
 
+/**
+ * Bytes a download may be ahead of the parser (sent, not yet let go). More than the reads the parser
+ * has out at once (three 16 MiB slices), or it would wait for bytes the download waits to send.
+ */
+const WINDOW_BYTES = 96 << 20;
+
+interface Download {
+  stop: () => void;
+  /** The parser let go of this many bytes (and these slices' buffers): that many more may come. */
+  ack: (bytes: number, buffers?: ArrayBuffer[]) => void;
+  /** Whether slices' buffers can be handed back to be filled again (the reader worker's can). */
+  recycles: boolean;
+}
+
 /** The body's messages: from the reader worker, or (no reader) from a fetch made here. */
 function startDownload(
   href: string,
   slices: { first: number; max: number },
   onMessage: (m: DownloadMessage) => void,
   signal: AbortSignal,
-): () => void {
-  const stop = readerDownload(href, slices, onMessage);
-  if (stop) return stop;
+): Download {
+  const inReader = readerDownload(href, { ...slices, windowBytes: WINDOW_BYTES }, onMessage);
+  if (inReader) return { ...inReader, recycles: true };
   const ac = new AbortController();
   const abort = () => ac.abort();
   signal.addEventListener("abort", abort);
+  let credit = WINDOW_BYTES;
+  let wake: (() => void) | null = null;
+  const ack = (n: number) => {
+    credit += n;
+    wake?.();
+    wake = null;
+  };
   void (async () => {
     let res: Response;
     try {
@@ -97,10 +118,16 @@ function startDownload(
     let total = 0;
     try {
       for (;;) {
+        if (credit <= 0 && !ac.signal.aborted)
+          await new Promise<void>((r) => {
+            wake = r;
+          });
+        if (ac.signal.aborted) return;
         const r = await rd.read();
         if (r.done) break;
         total += r.value.length;
         const copy = r.value.byteOffset === 0 ? r.value : r.value.slice();
+        credit -= copy.length;
         onMessage({ chunk: copy.buffer as ArrayBuffer, n: copy.length, received: total });
       }
       onMessage({ end: true, received: total });
@@ -109,7 +136,14 @@ function startDownload(
         onMessage({ fail: "broke", bytes: total, message: e instanceof Error ? e.message : String(e) });
     }
   })();
-  return abort;
+  return {
+    stop: () => {
+      abort();
+      ack(0);
+    },
+    ack,
+    recycles: false,
+  };
 }
 
 /**
@@ -136,7 +170,11 @@ export function urlByteSource(
         reject(e);
       } else q.fail(e);
     };
-    const stop = startDownload(
+    /** A Blob gathers everything: each slice is taken at once. */
+    let gathering = false;
+    /** Slices that are a whole buffer of the reader's (it can fill them again). */
+    const recyclable = new WeakSet<Uint8Array>();
+    const dl = startDownload(
       href,
       opts.slices,
       (m) => {
@@ -153,15 +191,27 @@ export function urlByteSource(
           if (total > 0 && !m.head.encoded && !opts.whole) {
             resolve({
               kind: "stream",
-              source: streamByteSource(q, name, total),
-              stop: () => stop(),
+              // slices let go go back to the reader to be filled again (they came whole from it)
+              source: streamByteSource(q, name, total, undefined, (bytes, chunks) =>
+                dl.ack(
+                  bytes,
+                  chunks.filter((c) => recyclable.has(c)).map((c) => c.buffer as ArrayBuffer),
+                ),
+              ),
+              stop: dl.stop,
               overran: () => received > total,
             });
           } else {
+            gathering = true;
             gatherBlob(q).then((blob) => resolve({ kind: "blob", blob }), reject);
           }
         }
-        if (m.chunk) q.push(new Uint8Array(m.chunk, 0, m.n ?? m.chunk.byteLength));
+        if (m.chunk) {
+          const bytes = new Uint8Array(m.chunk, 0, m.n ?? m.chunk.byteLength);
+          if (dl.recycles) recyclable.add(bytes);
+          q.push(bytes);
+          if (gathering) dl.ack(bytes.length);
+        }
         if (m.received !== undefined) received = m.received;
         if (m.end) q.end();
         if (m.received !== undefined || m.end)
@@ -170,7 +220,7 @@ export function urlByteSource(
       signal,
     );
     signal.addEventListener("abort", () => {
-      stop();
+      dl.stop();
       q.fail(new Error("the download was cancelled"));
       if (!settled) {
         settled = true;

@@ -1,7 +1,8 @@
 // A ByteSource over bytes that are still arriving (a download): reads wait until their bytes are in,
 // so the file is parsed while it downloads instead of after. Reads go forward (readChunks' order, plus
-// the head read again at 0); a chunk no pending or later read can need is let go, so a big download
-// is never held whole. A read behind what was let go fails with a message that says so.
+// the head read again at 0); a chunk no pending or later read can need is let go (and the sender told,
+// so that it stays a few chunks ahead, not a file ahead), so a big download is never held whole. A read
+// behind what was let go fails with a message that says so.
 
 import type { ByteSource } from "./byte-source";
 
@@ -28,6 +29,11 @@ export function streamByteSource(
   name: string,
   sizeBytes: number,
   onReceived?: (receivedBytes: number, ended: boolean) => void,
+  /**
+   * Told how many bytes were let go, and the chunks (nothing here refers to them any more: a sender may
+   * fill them again); the sender can send that many more bytes (flow control).
+   */
+  onLetGo?: (bytes: number, chunks: Uint8Array[]) => void,
 ): StreamSource {
   /** Chunks still held, in order, from `held[first]`, which starts at `heldFrom`. */
   let held: Uint8Array[] = [];
@@ -55,10 +61,15 @@ export function streamByteSource(
   const trim = () => {
     let keepFrom = lastStart;
     for (const p of pending) keepFrom = Math.min(keepFrom, p);
+    let dropped = 0;
+    const gone: Uint8Array[] = [];
     while (first < held.length && heldFrom + held[first].length <= keepFrom) {
       heldFrom += held[first].length;
+      dropped += held[first].length;
+      gone.push(held[first]);
       first++;
     }
+    if (dropped > 0) onLetGo?.(dropped, gone);
     // compact now and then, not per chunk (a download comes in thousands of chunks)
     if (first > 1024 && first * 2 > held.length) {
       held = held.slice(first);
@@ -83,9 +94,14 @@ export function streamByteSource(
     wakeReady();
   })();
 
-  const copyOut = (offset: number, length: number): Uint8Array => {
+  /**
+   * The bytes [offset, offset + length) as far as received, copied into `dest` (from its start) or a new
+   * array: never a view of a held chunk, so a chunk let go (and perhaps handed back to its sender to be
+   * filled again) is referenced by nothing.
+   */
+  const copyOut = (offset: number, length: number, dest: Uint8Array | null): Uint8Array => {
     const end = Math.min(offset + length, received);
-    if (end <= offset) return new Uint8Array(0);
+    if (end <= offset) return dest ? dest.subarray(0, 0) : new Uint8Array(0);
     // find the chunk holding `offset`
     let at = heldFrom;
     let i = first;
@@ -93,9 +109,7 @@ export function streamByteSource(
       at += held[i].length;
       i++;
     }
-    const c0 = held[i];
-    if (c0 !== undefined && end <= at + c0.length) return c0.subarray(offset - at, end - at);
-    const out = new Uint8Array(end - offset);
+    const out = dest ? dest.subarray(0, end - offset) : new Uint8Array(end - offset);
     let filled = 0;
     while (filled < out.length && i < held.length) {
       const c = held[i];
@@ -109,6 +123,25 @@ export function streamByteSource(
     return out;
   };
 
+  const take = async (offset: number, length: number, dest: Uint8Array | null): Promise<Uint8Array> => {
+    if (offset < heldFrom) {
+      throw new Error(
+        `byte ${offset} of ${name} was asked for after the download had moved past it (only forward reads are possible while downloading)`,
+      );
+    }
+    lastStart = Math.max(lastStart, offset);
+    pending.push(offset);
+    try {
+      const end = Math.min(offset + length, sizeBytes);
+      if (received < end && !ended) await new Promise<void>((wake) => waiters.push({ end, wake }));
+      if (received < end && failure !== null) throw failure;
+      return copyOut(offset, length, dest);
+    } finally {
+      pending.splice(pending.indexOf(offset), 1);
+      trim();
+    }
+  };
+
   return {
     name,
     sizeBytes,
@@ -118,23 +151,8 @@ export function streamByteSource(
     get ended() {
       return ended;
     },
-    async read(offset, length) {
-      if (offset < heldFrom) {
-        throw new Error(
-          `byte ${offset} of ${name} was asked for after the download had moved past it (only forward reads are possible while downloading)`,
-        );
-      }
-      lastStart = Math.max(lastStart, offset);
-      pending.push(offset);
-      try {
-        const end = Math.min(offset + length, sizeBytes);
-        if (received < end && !ended) await new Promise<void>((wake) => waiters.push({ end, wake }));
-        if (received < end && failure !== null) throw failure;
-        return copyOut(offset, length);
-      } finally {
-        pending.splice(pending.indexOf(offset), 1);
-        trim();
-      }
-    },
+    read: (offset, length) => take(offset, length, null),
+    // the reader's recycled buffers: the chunks are copied out, and let go as soon as they are
+    readInto: (offset, target) => take(offset, target.length, target),
   };
 }
