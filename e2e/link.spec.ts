@@ -16,17 +16,20 @@ const TRAINING = "Wedsonlin__assignment2-systems__medium_256_training_memory_sna
 
 /**
  * The test's own file server: /cors/NAME answers with Access-Control-Allow-Origin: *, /nocors/NAME
- * without it (the browser refuses to hand it to the page), /slow/NAME trickles the file out, anything
- * else is 404. It records every request it gets.
+ * without it (the browser refuses to hand it to the page), /slow/NAME trickles the file out (/slowpad/NAME
+ * with 12 MiB after it, over 3.6 s), anything else is 404. It records every request it gets.
  */
 async function fileServer(): Promise<{ url: string; server: Server; hits: string[] }> {
   const hits: string[] = [];
   const server = createServer((req, res) => {
     hits.push(`${req.method} ${req.url}`);
-    const m = /^\/(cors|nocors|slow)\/([\w.-]+)$/.exec(req.url ?? "");
+    const m = /^\/(cors|nocors|slow|slowpad)\/([\w.-]+)$/.exec(req.url ?? "");
     let body: Buffer | null = null;
     try {
       body = m ? readFileSync(real(m[2])) : null;
+      // slowpad: 12 MiB after the pickle's STOP (read as trailing bytes), so that parsing starts
+      // (after the first 4 MiB) while most of the body is still to come
+      if (body && m?.[1] === "slowpad") body = Buffer.concat([body, Buffer.alloc(12 << 20)]);
     } catch {
       body = null;
     }
@@ -40,14 +43,18 @@ async function fileServer(): Promise<{ url: string; server: Server; hits: string
     };
     if (m[1] !== "nocors") headers["Access-Control-Allow-Origin"] = "*";
     res.writeHead(200, headers);
-    if (m[1] !== "slow") {
+    if (m[1] !== "slow" && m[1] !== "slowpad") {
       res.end(body);
       return;
     }
     const whole = body;
     let at = 0;
-    const step = Math.ceil(whole.length / 20);
+    const step = Math.ceil(whole.length / (m[1] === "slowpad" ? 60 : 20));
     const timer = setInterval(() => {
+      if (res.destroyed) {
+        clearInterval(timer);
+        return;
+      }
       res.write(whole.subarray(at, at + step));
       at += step;
       if (at >= whole.length) {
@@ -171,6 +178,37 @@ test.describe("links", () => {
     await dropFile(page, real(SMALL));
     await waitIdle(page);
     await expect(page.getByTestId("summary-file")).toHaveText(SMALL);
+    expect(errors).toEqual([]);
+  });
+
+  test("#src=: the file is read while it downloads; Cancel stops it and leaves a usable page", async ({
+    page,
+  }) => {
+    const errors = watchConsole(page);
+    await page.goto(`./#v=1&src=${encodeURIComponent(`${srv.url}/slowpad/${TRAINING}`)}`);
+    // trace entries are read while the rest is still coming
+    await expect(page.getByTestId("progress-phase")).toHaveText("downloading");
+    await expect(page.getByTestId("load-preview")).toBeVisible();
+    // the first picture came while the download was still going (not after it)
+    expect(await page.getByTestId("progress-phase").textContent()).toBe("downloading");
+    expect(
+      Number(
+        await page
+          .getByTestId("progress-percent")
+          .textContent()
+          .then((t) => t?.replace("%", "")),
+      ),
+    ).toBeLessThan(90);
+    await page.getByTestId("cancel").click();
+    expect(await waitIdle(page, ["empty"])).toBe("empty");
+    await expect(page.locator("body")).toHaveAttribute("data-cancelled", "1");
+    await expect(page.getByTestId("progress")).toHaveCount(0);
+    const inspect = cli(["inspect", real(SMALL), "--json"]).json;
+    await page.goto(`./#v=1&src=${encodeURIComponent(`${srv.url}/cors/${SMALL}`)}`);
+    await waitIdle(page);
+    expect(Number(await page.getByTestId("summary-trace-entries").getAttribute("data-value"))).toBe(
+      inspect.traceEntries,
+    );
     expect(errors).toEqual([]);
   });
 

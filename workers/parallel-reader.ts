@@ -110,7 +110,7 @@ onmessage = (e) => {
   const { id, file, blob, offset, length, buf } = e.data;
   if (id === -1) { closeOpen(); return; }
   if (e.data.url) { download(id, e.data.url, e.data.first, e.data.max, e.data.window); return; }
-  if (e.data.ack) {
+  if (e.data.ack !== undefined) {
     const d = downloads.get(id);
     if (d) {
       d.credit += e.data.ack;

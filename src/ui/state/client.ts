@@ -5,8 +5,9 @@
 // Memory: `freshWorker()` terminates the worker (and with it every model it held) before a file is opened
 // on its own, so a file replaced by the next one is released at once, whatever the previous one left.
 //
-// Speed: a spare worker is started while the page is idle (`prewarm()`), so opening a file does not
-// wait for a worker to start.
+// Speed: a spare worker is started as the page loads, and again whenever it is idle after a file
+// (`prewarm()`), with side 0's proxy already asked for, so opening a file does not wait for a worker to
+// start; while nothing is open it warms up (workers/warm-up.ts).
 //
 // Offline: in the built site the worker's script is fetched once at start-up and every worker is started
 // from that copy (a blob: URL), so a page that has loaded keeps working without the network.

@@ -74,13 +74,13 @@ export interface State {
 
   /** A worker request on this side. */
   ask<T>(fn: (api: Comlink.Remote<MemscopeApi>) => Promise<T>): Promise<T>;
-  /** Opens a snapshot in this side's engine; resolves true when it is ready. */
-  /** Opens a file, or downloads a URL and reads it as it comes (in the worker). */
+  /**
+   * Opens a snapshot in this side's engine — a file, or a URL the worker downloads and reads as it
+   * comes; resolves true when it is ready.
+   */
   open(file: Blob | URL, name: string, opts?: { counters?: File | null; source?: Source }): Promise<boolean>;
-  /** Shows an error for this side without opening anything (a failed download). */
+  /** Shows an error for this side without opening anything (a link whose URL cannot be loaded). */
   fail(name: string, message: string): void;
-  /** Progress shown while something outside the worker (a download) prepares the file. */
-  setProgress(name: string, p: ProgressInfo, startedAt: number): void;
   /** Back to empty (the worker's model is dropped by whoever calls this). */
   reset(): void;
   /** Asks the worker to stop reading; see app.ts for the fallback that ends the worker. */
@@ -268,17 +268,6 @@ function createSideStore(side: Side): SideStore {
 
       fail(name, message) {
         set({ ...EMPTY, generation: get().generation + 1, status: "error", fileName: name, error: message });
-      },
-
-      setProgress(name, p, startedAt) {
-        set({
-          status: "loading",
-          fileName: name,
-          error: null,
-          summary: null,
-          panel: null,
-          progress: { ...p, startedAt, now: performance.now() },
-        });
       },
 
       reset() {
