@@ -148,11 +148,18 @@ export function* suggestSteps(ctx: WhatIfContext, opts: SuggestOptions = {}): Ge
     for (let k = 0; k < A.length; k++) if (m[k]) b += A.sizeBytes[k];
     return b;
   };
-  const has = (name: string) => ctx.categoryNames.includes(name) && bytesOf(cat(name)) > 0;
+  // one pass over the allocations per category, however often it is asked
+  const held = new Map<string, boolean>();
+  const has = (name: string) => {
+    let h = held.get(name);
+    if (h === undefined) held.set(name, (h = ctx.categoryNames.includes(name) && bytesOf(cat(name)) > 0));
+    return h;
+  };
   const candidates: Candidate[] = [];
 
   // Activation checkpointing per top-level module.
   const modules = topLevelModules(ctx);
+  yield;
   const ckpt: Candidate[] = modules.map((m) => ({
     id: `checkpoint:${m.label}`,
     kind: "checkpoint",
