@@ -188,6 +188,22 @@ describe("health curves == a naive replay of the trace", () => {
         const sample = new Set<number>([n - 1]);
         while (sample.size < Math.min(25, n)) sample.add(Math.floor(rnd() * n));
         const naive = naiveReplay(model, device, sample);
+        // the summary (made without the curves' columns): each curve's first maximum and last value
+        const firstMax = (xs: number[]) => {
+          let b = 0;
+          for (let i = 1; i < xs.length; i++) if (xs[i] > xs[b]) b = i;
+          return { value: xs[b], eventIndex: b };
+        };
+        expect(h.summary.max, `${name} device ${device} maxima`).toEqual({
+          cached: firstMax(naive.cached),
+          pending: firstMax(naive.pending),
+          inactiveSplit: firstMax(naive.inactiveSplit),
+        });
+        expect(h.summary.end).toEqual({
+          cached: naive.cached[n - 1],
+          pending: naive.pending[n - 1],
+          inactiveSplit: naive.inactiveSplit[n - 1],
+        });
         const c = h.curves;
         expect(c.length).toBe(n);
         expect(Array.from(c.cached), `${name} device ${device} cached`).toEqual(naive.cached);

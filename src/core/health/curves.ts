@@ -43,6 +43,25 @@ class RunTable {
 
 /** Builds the three health columns in one pass over the events: O(events + Σ intervals touched). */
 export function healthCurves(r: Replay): HealthCurves {
+  return sweep(r, true).curves as HealthCurves;
+}
+
+/**
+ * The inactive-split curve's highest value (its first event) and its value after the last event, from
+ * the same pass as healthCurves but keeping no column (a page's summary; 63 MiB less at 5 M events).
+ */
+export function inactiveSplitExtremes(r: Replay): {
+  max: { value: number; eventIndex: number } | null;
+  end: number | null;
+} {
+  const s = sweep(r, false);
+  return { max: s.maxEvent >= 0 ? { value: s.maxValue, eventIndex: s.maxEvent } : null, end: s.endValue };
+}
+
+function sweep(
+  r: Replay,
+  keep: boolean,
+): { curves: HealthCurves | null; maxValue: number; maxEvent: number; endValue: number | null } {
   const n = r.length;
   const x = r.extents;
   const bounds = x.bounds;
@@ -154,8 +173,10 @@ export function healthCurves(r: Replay): HealthCurves {
     buildRuns(a, b);
   };
 
-  const inactiveSplit = new Float64Array(n);
-  const heldRegions = new Int32Array(n);
+  const inactiveSplit = new Float64Array(keep ? n : 0);
+  const heldRegions = new Int32Array(keep ? n : 0);
+  let maxValue = Number.NEGATIVE_INFINITY;
+  let maxEvent = -1;
   const ev = r.eventAllocation;
   const segEvents = x.eventIndex;
   const hasImplicit = r.implicitCloses.size > 0;
@@ -170,14 +191,22 @@ export function healthCurves(r: Replay): HealthCurves {
         touch(k, 1);
       } else if (A.freeCompletedEvent[k] === e) touch(k, -1);
     }
-    inactiveSplit[e] = total;
-    heldRegions[e] = heldRuns;
+    if (keep) {
+      inactiveSplit[e] = total;
+      heldRegions[e] = heldRuns;
+    }
+    if (total > maxValue) {
+      maxValue = total;
+      maxEvent = e;
+    }
   }
+  const endValue = n > 0 ? total : null;
+  if (!keep) return { curves: null, maxValue, maxEvent, endValue };
   const cachedAt = (i: number) => r.reserved[i] - r.allocated[i];
   const pendingAt = (i: number) => r.active[i] - r.allocated[i];
   let cached: Float64Array | null = null;
   let pending: Float64Array | null = null;
-  return {
+  const curves: HealthCurves = {
     device: r.device,
     length: n,
     x: r.x,
@@ -195,6 +224,7 @@ export function healthCurves(r: Replay): HealthCurves {
     heldRegions,
     initial: initialState,
   };
+  return { curves, maxValue, maxEvent, endValue };
 }
 
 /** Max of a column and its first event (null when empty): what a page shows next to the curve. */

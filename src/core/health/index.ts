@@ -7,7 +7,7 @@ import type { CountersSidecar, SnapshotModel } from "../model/types";
 import { prepareReplays } from "../replay/report";
 import type { Replay } from "../replay/types";
 import { replayInputs } from "../report/index";
-import { columnMax, type HealthCurves, healthCurves, maxOf } from "./curves";
+import { type HealthCurves, healthCurves, inactiveSplitExtremes, maxOf } from "./curves";
 import {
   type FragmentationDetail,
   type FragmentationOptions,
@@ -39,7 +39,8 @@ export interface HealthSummary {
 }
 
 export interface DeviceHealth {
-  curves: HealthCurves;
+  /** Made on first access (one more pass over the trace): the summary does not need them. */
+  readonly curves: HealthCurves;
   summary: HealthSummary;
 }
 
@@ -50,26 +51,29 @@ export function buildHealth(
   counters: CountersSidecar | null,
   opts: HealthOptions = {},
 ): DeviceHealth {
-  const curves = healthCurves(replay);
-  const n = curves.length;
+  const n = replay.length;
+  const cachedAt = (i: number) => replay.reserved[i] - replay.allocated[i];
+  const pendingAt = (i: number) => replay.active[i] - replay.allocated[i];
+  // the summary from a pass that keeps no column; the curves themselves only when asked for (the overlay)
+  const split = inactiveSplitExtremes(replay);
+  let curves: HealthCurves | null = null;
   const forThisDevice = counters !== null && (counters.device === null || counters.device === replay.device);
   return {
-    curves,
+    get curves() {
+      curves ??= healthCurves(replay);
+      return curves;
+    },
     summary: {
       device: replay.device,
       events: n,
       max: {
-        cached: maxOf(n, curves.cachedAt),
-        pending: maxOf(n, curves.pendingAt),
-        inactiveSplit: columnMax(curves.inactiveSplit),
+        cached: maxOf(n, cachedAt),
+        pending: maxOf(n, pendingAt),
+        inactiveSplit: split.max,
       },
       end:
         n > 0
-          ? {
-              cached: curves.cachedAt(n - 1),
-              pending: curves.pendingAt(n - 1),
-              inactiveSplit: curves.inactiveSplit[n - 1],
-            }
+          ? { cached: cachedAt(n - 1), pending: pendingAt(n - 1), inactiveSplit: split.end as number }
           : null,
       pendingFrees: pendingFrees(replay, model, opts),
       verdicts: forThisDevice ? memoryStatsVerdicts(counters) : [],
@@ -92,7 +96,7 @@ export function healthForModel(
   return out;
 }
 
-export { columnMax, type HealthCurves, healthCurves, maxOf } from "./curves";
+export { columnMax, type HealthCurves, healthCurves, inactiveSplitExtremes, maxOf } from "./curves";
 export {
   type FragmentationDetail,
   type FragmentationOptions,

@@ -100,8 +100,12 @@ interface Slot {
  * read (its memory is new, and its first use faults every page in), and the warm-up reads dozens.
  */
 let spare: Slot | null = null;
-/** An instance whose memory grew past this (a huge file's memo) is not kept. */
-const MAX_SPARE_BYTES = 512 << 20;
+/**
+ * An instance whose memory grew past this is not kept: a big file's memo makes it large (≈ 200 MiB
+ * after a 1 GB file), and the page reads each file in a worker of its own, so keeping it would only
+ * hold that memory for as long as the file is open. The warm-up's small reads stay well below.
+ */
+const MAX_SPARE_BYTES = 32 << 20;
 
 /** The compiled module, or null where WebAssembly is unavailable or forbidden. */
 function traceScanModule(): WebAssembly.Module | null {

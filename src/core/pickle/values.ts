@@ -79,7 +79,8 @@ export class PyList {
   rows(): number[] {
     const out: number[] = [];
     for (let i = 0; i < this.rowCount; i++) out.push(this.rowStart + i);
-    if (this.extraRows) out.push(...this.extraRows);
+    // a loop, not push(...): a spread of millions of rows overflows the stack
+    if (this.extraRows) for (const r of this.extraRows) out.push(r);
     return out;
   }
 }
