@@ -128,9 +128,13 @@ export function prewarm(): void {
   }
   const p = create();
   spare = p;
-  p.then(warmUp, () => {
-    if (spare === p) spare = null;
-  });
+  // after a moment: a file picked as the page opens finds the worker idle, not half-way into a round
+  p.then(
+    (inst) => setTimeout(() => warmUp(inst), WARM_UP_DELAY_MS),
+    () => {
+      if (spare === p) spare = null;
+    },
+  );
 }
 
 /**
@@ -146,6 +150,7 @@ function warmUp(inst: Instance): void {
 }
 
 const WARM_UP_ROUNDS = 30;
+const WARM_UP_DELAY_MS = 300;
 
 /** prewarm() once the page has nothing else to do (after start-up, after a file has loaded). */
 export function prewarmWhenIdle(): void {
