@@ -11,7 +11,6 @@
 // here rather than fetched, so that warming up makes no request.
 
 import { mulberry32 } from "../src/core/random";
-import type { ReplayFacts } from "./api";
 import { Engine } from "./engine";
 
 /** A Python float (a JS number is written as an int when it is an integer). */
@@ -599,22 +598,9 @@ export function cancelWarmUp(): void {
  * on cancelWarmUp(). Returns the rounds completed.
  */
 export async function warmUp(rounds: number, stop: () => boolean = () => false): Promise<number> {
-  // A macrotask between every step (writing a variant, opening, each query), and a look at stop() after
-  // it: a file picked while the worker warms up waits for one step, not for a round.
-  const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
-  let stopped = false;
-  const halt = () => {
-    stopped ||= stop();
-    return stopped;
-  };
-  const files: Blob[] = [];
-  for (const v of WARM_UP_VARIANTS) {
-    await pause();
-    if (halt()) return 0;
-    files.push(new Blob([warmUpSnapshot(v) as Uint8Array<ArrayBuffer>]));
-  }
+  const files = WARM_UP_VARIANTS.map((v) => new Blob([warmUpSnapshot(v) as Uint8Array<ArrayBuffer>]));
   let i = 0;
-  for (; i < rounds && !halt(); i++) {
+  for (; i < rounds && !stop(); i++) {
     const engine = new Engine();
     warming = engine;
     const first = warmUpSlice(i);
@@ -624,22 +610,16 @@ export async function warmUp(rounds: number, stop: () => boolean = () => false):
     });
     warming = null;
     if (!r.ok) return i; // cancelled (cancelWarmUp)
-    const steps: ((replay: ReplayFacts) => void)[] = [
-      (p) => engine.timeline({ device: 0, axis: "time", x0: p.t0, x1: p.t1 + 1, buckets: 1200 }),
-      (p) => engine.timeline({ device: 0, axis: "event", x0: 0, x1: p.events, buckets: 1200 }),
-      () => engine.segmentMap({ device: 0, event: null }),
-      (p) => engine.segmentMap({ device: 0, event: p.peakEvent }),
-    ];
-    await pause();
-    const replay = halt() ? null : engine.panel(0).replay;
-    for (const step of steps) {
-      if (!replay) break;
-      await pause();
-      if (halt()) break;
-      step(replay);
+    const replay = engine.panel(0).replay;
+    if (replay) {
+      engine.timeline({ device: 0, axis: "time", x0: replay.t0, x1: replay.t1 + 1, buckets: 1200 });
+      engine.timeline({ device: 0, axis: "event", x0: 0, x1: replay.events, buckets: 1200 });
+      engine.segmentMap({ device: 0, event: null });
+      engine.segmentMap({ device: 0, event: replay.peakEvent });
     }
     engine.close();
-    await pause();
+    // a macrotask between rounds, so that a real request waits for one round at most
+    await new Promise((resolve) => setTimeout(resolve, 0));
   }
   return i;
 }

@@ -128,13 +128,9 @@ export function prewarm(): void {
   }
   const p = create();
   spare = p;
-  // after a moment: a file picked as the page opens finds the worker idle, not half-way into a round
-  p.then(
-    (inst) => setTimeout(() => warmUp(inst), WARM_UP_DELAY_MS),
-    () => {
-      if (spare === p) spare = null;
-    },
-  );
+  p.then(warmUp, () => {
+    if (spare === p) spare = null;
+  });
 }
 
 /**
@@ -150,7 +146,6 @@ function warmUp(inst: Instance): void {
 }
 
 const WARM_UP_ROUNDS = 30;
-const WARM_UP_DELAY_MS = 300;
 
 /** prewarm() once the page has nothing else to do (after start-up, after a file has loaded). */
 export function prewarmWhenIdle(): void {
