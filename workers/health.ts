@@ -14,7 +14,7 @@ import type { Replay } from "../src/core/replay/types";
 import { replayInputs } from "../src/core/report/index";
 import type { TimelineQuery } from "./api";
 import type { Engine } from "./engine";
-import { axisX, lowerBound } from "./timeline";
+import { axisX, forEachBucket } from "./timeline";
 
 export interface HealthAnswer {
   device: number;
@@ -94,27 +94,16 @@ export function healthTimeline(engine: Engine, q: TimelineQuery): HealthTimeline
   const cols = [curves.cachedAt, curves.pendingAt, (k: number) => split[k]] as const;
   const init = [curves.initial.cached, curves.initial.pending, curves.initial.inactiveSplit];
   const dst = [out.cached, out.pending, out.inactiveSplit] as const;
-  const w = (q.x1 - q.x0) / B;
-  const xFirst = x(0);
-  const xLast = x(n - 1);
-  let i = lowerBound(n, x, q.x0);
-  for (let b = 0; b < B; b++) {
-    const bx0 = q.x0 + b * w;
-    const bx1 = bx0 + w;
-    if (bx1 <= xFirst || bx0 > xLast) continue;
-    const prev = i - 1;
-    const start = i;
-    while (i < n && x(i) < bx1) i++;
-    if (start === i && prev < 0) continue;
+  forEachBucket(n, x, q.x0, q.x1, B, (b, prev, start, end) => {
     for (let c = 0; c < 3; c++) {
       const at = cols[c];
       let m = prev >= 0 ? at(prev) : init[c];
-      for (let k = start; k < i; k++) {
+      for (let k = start; k < end; k++) {
         const v = at(k);
         if (v > m) m = v;
       }
       dst[c][b] = m;
     }
-  }
+  });
   return out;
 }

@@ -26,6 +26,37 @@ export function lowerBound(n: number, x: (i: number) => number, v: number): numb
   return lo;
 }
 
+/**
+ * The B pixel buckets of [x0, x1) over n events sorted by x (the per-pixel series of health, search and
+ * what-if curves): `visit(b, prev, start, end)` for each bucket with something to draw — `prev` the last
+ * event before it (-1: the initial state, carried in), events start … end − 1 in it. Buckets outside the
+ * trace, and those before its first event, are skipped.
+ */
+export function forEachBucket(
+  n: number,
+  x: (i: number) => number,
+  x0: number,
+  x1: number,
+  B: number,
+  visit: (b: number, prev: number, start: number, end: number) => void,
+): void {
+  if (n === 0 || !(x1 > x0)) return;
+  const w = (x1 - x0) / B;
+  const xFirst = x(0);
+  const xLast = x(n - 1);
+  let i = lowerBound(n, x, x0);
+  for (let b = 0; b < B; b++) {
+    const bx0 = x0 + b * w;
+    const bx1 = bx0 + w;
+    if (bx1 <= xFirst || bx0 > xLast) continue;
+    const prev = i - 1;
+    const start = i;
+    while (i < n && x(i) < bx1) i++;
+    if (start === i && prev < 0) continue;
+    visit(b, prev, start, i);
+  }
+}
+
 export function computeTimeline(replay: Replay, q: TimelineQuery, yMax: number): TimelineAnswer {
   const B = Math.max(1, Math.min(20000, Math.floor(q.buckets)));
   const C = replay.categoryCount;

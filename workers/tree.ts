@@ -25,7 +25,7 @@ import type {
 } from "../src/core/tree/types";
 import type { BandsAnswer, BandsQuery, TimelineQuery } from "./api";
 import type { Engine } from "./engine";
-import { axisX, lowerBound } from "./timeline";
+import { axisX, forEachBucket } from "./timeline";
 
 /** What a view of the tree asks for. */
 export interface TreeQuery {
@@ -554,22 +554,11 @@ export function treeSearchTimeline(engine: Engine, q: TreeSearchTimelineQuery): 
   }
   const axis = q.axis === "time" && d.timeAxis ? "time" : "event";
   const x = axisX(r, axis);
-  const w = (q.x1 - q.x0) / B;
-  const xFirst = x(0);
-  const xLast = x(n - 1);
-  let i = lowerBound(n, x, q.x0);
-  for (let b = 0; b < B; b++) {
-    const bx0 = q.x0 + b * w;
-    const bx1 = bx0 + w;
-    if (bx1 <= xFirst || bx0 > xLast) continue;
-    const prev = i - 1;
-    const start = i;
-    while (i < n && x(i) < bx1) i++;
-    if (start === i && prev < 0) continue;
+  forEachBucket(n, x, q.x0, q.x1, B, (b, prev, start, end) => {
     let m = prev >= 0 ? column[prev] : initial;
-    for (let k = start; k < i; k++) if (column[k] > m) m = column[k];
+    for (let k = start; k < end; k++) if (column[k] > m) m = column[k];
     out.match[b] = m;
-  }
+  });
   return out;
 }
 

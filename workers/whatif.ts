@@ -33,7 +33,7 @@ import {
 } from "../src/core/whatif/index";
 import type { TimelineQuery } from "./api";
 import type { Engine } from "./engine";
-import { axisX, lowerBound } from "./timeline";
+import { axisX, forEachBucket } from "./timeline";
 
 export type { Capacity, OomNeed, TransformSummary };
 
@@ -345,28 +345,17 @@ export async function whatIfCurve(engine: Engine, q: WhatIfCurveQuery): Promise<
     out.peakEvent = res.peakEvent;
     out.peakX = x(res.peakEvent);
     if (n === 0 || !(q.x1 > q.x0)) return out;
-    const w = (q.x1 - q.x0) / B;
-    const xFirst = x(0);
-    const xLast = x(n - 1);
-    let i = lowerBound(n, x, q.x0);
-    for (let b = 0; b < B; b++) {
-      const bx0 = q.x0 + b * w;
-      const bx1 = bx0 + w;
-      if (bx1 <= xFirst || bx0 > xLast) continue;
-      const prev = i - 1;
-      const start = i;
-      while (i < n && x(i) < bx1) i++;
-      if (start === i && prev < 0) continue;
+    forEachBucket(n, x, q.x0, q.x1, B, (b, prev, start, end) => {
       let mn = prev >= 0 ? curve[prev] : res.initialBytes;
       let mx = mn;
-      for (let k = start; k < i; k++) {
+      for (let k = start; k < end; k++) {
         const v = curve[k];
         if (v > mx) mx = v;
         if (v < mn) mn = v;
       }
       out.allocMin[b] = mn;
       out.allocMax[b] = mx;
-    }
+    });
     return out;
   } catch (e) {
     return { ...out, error: message(e) };
