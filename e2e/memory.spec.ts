@@ -1,8 +1,14 @@
 // Files opened one after another do not pile up: the page ends the worker that held the previous file
-// (client.ts: freshWorker) and starts a new one, so its model goes with it. Measured with the DevTools
-// protocol: every worker's and the page's JS heap plus ArrayBuffer backing stores, after a forced GC,
-// over 20 loads of a ~100 MB snapshot; and no more than two workers are alive at a time (the one that
-// holds the file, and a spare with nothing open, started for the next file).
+// (client.ts: freshWorker) and starts a new one, so its model goes with it. 20 loads of a ~100 MB snapshot,
+// then the tab's memory (every worker's and the page's JS heap plus ArrayBuffer backing stores, after a
+// forced GC in each, read with the DevTools protocol) is compared with a fresh page's after 3 loads; and
+// after every load the workers alive are counted (Playwright's, no probe).
+//
+// Why measured only at the end of each series: a worker that this probe (a non-flat CDP session) had
+// inspected was sometimes not ended by the page's terminate() (seen 1 run in 4 of the whole suite: the
+// worker's reader ended, the worker itself answered nothing more and stayed until the page closed, so the
+// test waited forever). Without the probe, 120 loads left no worker behind (e2e run of 2026-12-01). So the
+// probe never comes before a terminate() here.
 
 import { execFileSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
@@ -11,43 +17,84 @@ import { ROOT, waitIdle, watchConsole } from "./helpers";
 
 const BIG = `${ROOT}/test-results/e2e-big100.pickle`;
 
-/** Page + workers: heap used and ArrayBuffer backing stores, after a GC in each. */
-async function memoryProbe(page: Page) {
+/** Rejects with `what` if `p` has not settled within `ms` (a CDP call to a worker that ended never answers). */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer in ${ms / 1000} s: ${what}`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Page + workers: heap used and ArrayBuffer backing stores, after a GC in each. A CDP session of its
+ * own, whose auto-attach names the workers alive at that moment (Chromium attaches those before it
+ * answers), detached after; a message that gets no answer in 10 s fails the test, saying what it waited for.
+ */
+async function measure(page: Page): Promise<{ page: number; workers: number; count: number }> {
   const cdp = await page.context().newCDPSession(page);
   const workers = new Set<string>();
-  const pending = new Map<number, (v: any) => void>();
+  /** Messages in flight to workers: their session, and how to answer them. */
+  const pending = new Map<number, { session: string; resolve: (v: any) => void }>();
   let id = 0;
   cdp.on("Target.attachedToTarget", (e: any) => {
     if (e.targetInfo.type === "worker") workers.add(e.sessionId);
   });
-  cdp.on("Target.detachedFromTarget", (e: any) => workers.delete(e.sessionId));
+  cdp.on("Target.detachedFromTarget", (e: any) => {
+    workers.delete(e.sessionId);
+    // a worker that ended while asked answers nothing: it holds no memory either
+    for (const [i, p] of pending) {
+      if (p.session !== e.sessionId) continue;
+      pending.delete(i);
+      p.resolve({ usedSize: 0, backingStorageSize: 0 });
+    }
+  });
   cdp.on("Target.receivedMessageFromTarget", (e: any) => {
     const m = JSON.parse(e.message);
-    pending.get(m.id)?.(m.result ?? { error: m.error });
+    pending.get(m.id)?.resolve(m.result ?? { error: m.error });
     pending.delete(m.id);
   });
-  // Non-flat sessions: this CDP client talks to each worker through the page's session.
-  await cdp.send("Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
-  const inWorker = (sessionId: string, method: string) =>
-    new Promise<any>((resolve) => {
-      const i = ++id;
-      pending.set(i, resolve);
-      void cdp.send("Target.sendMessageToTarget", { sessionId, message: JSON.stringify({ id: i, method }) });
-    });
-  return {
-    workers: () => workers.size,
-    async measure(): Promise<{ page: number; workers: number; count: number }> {
-      let w = 0;
-      for (const s of workers) {
-        await inWorker(s, "HeapProfiler.collectGarbage");
-        const u = await inWorker(s, "Runtime.getHeapUsage");
-        w += (u.usedSize ?? 0) + (u.backingStorageSize ?? 0);
-      }
-      await cdp.send("HeapProfiler.collectGarbage");
-      const p: any = await cdp.send("Runtime.getHeapUsage");
-      return { page: p.usedSize + (p.backingStorageSize ?? 0), workers: w, count: workers.size };
-    },
-  };
+  const inWorker = (session: string, method: string) =>
+    within(
+      new Promise<any>((resolve) => {
+        const i = ++id;
+        pending.set(i, { session, resolve });
+        cdp
+          .send("Target.sendMessageToTarget", {
+            sessionId: session,
+            message: JSON.stringify({ id: i, method }),
+          })
+          .catch(() => {
+            pending.delete(i);
+            resolve({ usedSize: 0, backingStorageSize: 0 }); // detached meanwhile
+          });
+      }),
+      10_000,
+      `${method} in a worker`,
+    );
+  try {
+    // Non-flat sessions: this CDP client talks to each worker through the page's session. Chromium
+    // attaches the workers that exist before it answers.
+    await within(
+      cdp.send("Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: false, flatten: false }),
+      30_000,
+      "Target.setAutoAttach",
+    );
+    let w = 0;
+    const count = workers.size;
+    for (const s of [...workers]) {
+      await inWorker(s, "HeapProfiler.collectGarbage");
+      const u = await inWorker(s, "Runtime.getHeapUsage");
+      w += (u.usedSize ?? 0) + (u.backingStorageSize ?? 0);
+    }
+    await within(cdp.send("HeapProfiler.collectGarbage"), 30_000, "HeapProfiler.collectGarbage in the page");
+    const p: any = await within(cdp.send("Runtime.getHeapUsage"), 30_000, "Runtime.getHeapUsage in the page");
+    return { page: p.usedSize + (p.backingStorageSize ?? 0), workers: w, count };
+  } finally {
+    await cdp.detach().catch(() => {});
+  }
 }
 
 test.describe("memory", () => {
@@ -59,34 +106,53 @@ test.describe("memory", () => {
     }
   });
 
-  test("20 consecutive loads of a 100 MB snapshot do not grow the heap", async ({ page }) => {
-    test.setTimeout(240_000);
-    const errors = watchConsole(page);
-    await page.goto("./");
-    const probe = await memoryProbe(page);
-    const samples: { page: number; workers: number; count: number }[] = [];
-    const t0 = Date.now();
-    for (let i = 0; i < 20; i++) {
+  /** Opens BIG `n` times in `page`; the most workers alive after a load (Playwright's count). */
+  async function loads(page: Page, n: number): Promise<number> {
+    let most = 0;
+    for (let i = 0; i < n; i++) {
       await page.getByTestId("file-input").setInputFiles(BIG);
       await waitIdle(page);
       await expect(page.getByTestId("summary-file")).toHaveText("e2e-big100.pickle");
-      samples.push(await probe.measure());
-      // the worker that holds the file, and at most one spare started for the next (client.ts: prewarm)
-      expect(samples[i].count, "live workers after a load").toBeLessThanOrEqual(2);
+      most = Math.max(most, page.workers().length);
     }
+    return most;
+  }
+
+  test("20 consecutive loads of a 100 MB snapshot do not grow the heap", async ({ page, context }) => {
+    test.setTimeout(240_000);
+    const errors = watchConsole(page);
+    await page.goto("./");
+    const t0 = Date.now();
+    const most = await loads(page, 20);
+    const after20 = await measure(page);
+    const seconds = (Date.now() - t0) / 1000;
+    // A fresh page, 3 loads: the tab once the first loads have warmed up.
+    const fresh = await context.newPage();
+    const freshErrors = watchConsole(fresh);
+    await fresh.goto("./");
+    const mostFresh = await loads(fresh, 3);
+    const after3 = await measure(fresh);
     const mb = (b: number) => (b / 1e6).toFixed(1);
+    const total = (m: { page: number; workers: number }) => m.page + m.workers;
     console.log(
-      `20 loads in ${((Date.now() - t0) / 1000).toFixed(1)} s; MB page+worker after each: ${samples
-        .map((s) => mb(s.page + s.workers))
-        .join(" ")}`,
+      `20 loads in ${seconds.toFixed(1)} s: ${mb(total(after20))} MB (page ${mb(after20.page)}, ${after20.count} workers ${mb(after20.workers)}); a fresh page after 3: ${mb(total(after3))} MB`,
     );
-    // After the first loads have warmed up, the total stays flat (within 10% of the 3rd load's).
-    const base = samples[2].page + samples[2].workers;
-    const last = samples[19].page + samples[19].workers;
-    expect(last, `${mb(last)} MB after 20 loads vs ${mb(base)} MB after 3`).toBeLessThan(base * 1.1);
-    // And the worker holds about one file's model, not several.
-    const worst = Math.max(...samples.slice(2).map((s) => s.page + s.workers));
-    expect(worst).toBeLessThan(base * 1.15);
+    // The worker that holds the file, and at most one spare started for the next (client.ts: prewarm),
+    // each with its reader (workers/parallel-reader.ts): 4 at most, after every load.
+    expect(most, "workers alive after a load, 20 loads").toBeLessThanOrEqual(4);
+    expect(mostFresh, "workers alive after a load, 3 loads").toBeLessThanOrEqual(4);
+    for (const m of [after20, after3]) {
+      expect(m.count, "the worker that holds the file is measured").toBeGreaterThanOrEqual(1);
+      expect(m.count, "memscope workers reached by the probe").toBeLessThanOrEqual(2);
+    }
+    // After 20 loads the tab holds what it holds after 3, not several files' models: one more model would
+    // about double it (the worker holding the file is ≈ 90% of the total); what an idle tab holds varies
+    // by up to 11% from one moment to the next (84–100 MB over 200 measurements), hence 25%.
+    expect(
+      total(after20),
+      `${mb(total(after20))} MB after 20 loads vs ${mb(total(after3))} MB after 3`,
+    ).toBeLessThan(total(after3) * 1.25);
     expect(errors).toEqual([]);
+    expect(freshErrors).toEqual([]);
   });
 });
