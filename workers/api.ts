@@ -503,4 +503,10 @@ export interface WorkerApi {
   ): Promise<RankFileResult>;
   /** The call tree B − A (workers/tree.ts `treeDiff`), `base` being A; both sides open. */
   treeDiff(base: 0 | 1, q: TreeDiffQuery): Promise<TreeDiffAnswer>;
+  /**
+   * Before the page ends this worker: stops the warm-up and the sides' loads, and ends the reader worker
+   * this one started (workers/parallel-reader.ts `stopReader`), answering once the reader has had time to
+   * end. The page terminates the worker after the answer (or after a timeout, if it is busy).
+   */
+  shutdown(): Promise<void>;
 }

@@ -2,13 +2,15 @@
 // exposed as a MemscopeApi behind its own comlink proxy, and the comparison between them. All reading,
 // parsing, attribution and replay happen here; answers to the page are small, typed arrays are
 // transferred. The page ends this worker whenever it opens a file on its own (a fresh worker serves it),
-// so the memory of a replaced file is released with the worker.
+// so the memory of a replaced file is released with the worker; it asks `shutdown()` first, which ends
+// this worker's reader worker while this one still runs.
 
 import * as Comlink from "comlink";
 import type { MemscopeApi, WorkerApi } from "./api";
 import { compareEngines } from "./compare";
 import { Engine } from "./engine";
 import { healthAnswer, healthTimeline } from "./health";
+import { stopReader } from "./parallel-reader";
 import { rankTransferables, summarizeRankFile } from "./ranks";
 import { reportHtml } from "./save-report";
 import { treeApi, treeDiffApi } from "./tree-api";
@@ -120,6 +122,17 @@ const api: WorkerApi = {
     return Comlink.transfer(r, rankTransferables(r));
   },
   treeDiff: treeDiffApi(engines),
+  shutdown: async () => {
+    inUse = true;
+    cancelWarmUp();
+    for (const e of engines) e.cancel();
+    stopReader();
+    // the reader's thread ends on its own a moment after terminate(): give it that moment while this
+    // worker is still running (see stopReader)
+    await new Promise((resolve) => setTimeout(resolve, READER_END_MS));
+  },
 };
+
+const READER_END_MS = 100;
 
 Comlink.expose(api);

@@ -183,8 +183,28 @@ export function freshWorker(): void {
   current = null;
   if (!inst) return;
   inst.end(new Error("the worker was stopped"));
-  inst.worker.terminate();
+  endWorker(inst.worker, inst.root);
 }
+
+/**
+ * Terminates a worker once it has ended its own reader worker (WorkerApi.shutdown), or after
+ * `SHUTDOWN_WAIT_MS` if it is too busy to answer: Chromium sometimes never finishes ending a worker
+ * terminated with a nested worker still alive, and the stuck worker keeps its memory until the tab closes.
+ */
+export function endWorker(worker: Worker, root: Comlink.Remote<WorkerApi>): void {
+  let done = false;
+  const end = () => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    worker.terminate();
+    root[Comlink.releaseProxy]();
+  };
+  const timer = setTimeout(end, SHUTDOWN_WAIT_MS);
+  root.shutdown().then(end, end);
+}
+
+const SHUTDOWN_WAIT_MS = 1000;
 
 /** Runs a request on one side, counted for the idle signal. */
 export async function ask<T>(side: Side, fn: (api: SideApi) => Promise<T>): Promise<T> {

@@ -9,7 +9,7 @@ import { create } from "zustand";
 import type { RankFileResult } from "../../../../workers/api";
 import { type RankSummary, type RanksJson, rankOverview } from "../../../core/ranks/index";
 import { manyFiles, refreshPageState, useApp } from "../../state/app";
-import { separateWorker } from "../../state/client";
+import { endWorker, separateWorker } from "../../state/client";
 import { checkUrl, DownloadError, download, nameOfUrl } from "../../state/download";
 import { beginWork, endWork } from "../../state/idle";
 import { replaceHash } from "../../state/linkSync";
@@ -105,8 +105,8 @@ export const useRanks = create<RanksState>()((set, get) => {
       let handle: { worker: Worker; terminate: () => void } | null = null;
       const start = async () => {
         w = await separateWorker();
-        const worker = w.worker;
-        handle = { worker, terminate: () => worker.terminate() };
+        const { worker, root } = w;
+        handle = { worker, terminate: () => endWorker(worker, root) };
         workers.push(handle);
         return w;
       };
