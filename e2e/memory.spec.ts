@@ -4,11 +4,11 @@
 // forced GC in each, read with the DevTools protocol) is compared with a fresh page's after 3 loads; and
 // after every load the workers alive are counted (Playwright's, no probe).
 //
-// Why measured only at the end of each series: a worker that this probe (a non-flat CDP session) had
-// inspected was sometimes not ended by the page's terminate() (seen 1 run in 4 of the whole suite: the
-// worker's reader ended, the worker itself answered nothing more and stayed until the page closed, so the
-// test waited forever). Without the probe, 120 loads left no worker behind (e2e run of 2026-12-01). So the
-// probe never comes before a terminate() here.
+// This test found that Chromium sometimes never finished ending a worker terminated while its nested reader
+// worker was alive (about once in 40 loads in the whole suite): the reader closed, the worker answered
+// nothing more and kept its memory until the page closed, and a DevTools message to it waited forever.
+// The page now has the worker end its reader before terminating it (client.ts: endWorker); here, a worker
+// still alive 3 loads after it appeared fails the test, and every DevTools call has a deadline.
 
 import { execFileSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
@@ -17,7 +17,7 @@ import { ROOT, waitIdle, watchConsole } from "./helpers";
 
 const BIG = `${ROOT}/test-results/e2e-big100.pickle`;
 
-/** Rejects with `what` if `p` has not settled within `ms` (a CDP call to a worker that ended never answers). */
+/** Rejects with `what` if `p` has not settled within `ms` (a worker stuck in ending never answers CDP). */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   return Promise.race([
