@@ -4,7 +4,7 @@ import { defineConfig, type Plugin } from "vite";
 // The Content-Security-Policy in index.html is for the built site. The dev server injects inline scripts
 // (React refresh) and an HMR overlay that the policy forbids, so it is left out there.
 const devWithoutCsp: Plugin = {
-  name: "memscope-dev-without-csp",
+  name: "peakscope-dev-without-csp",
   apply: "serve",
   transformIndexHtml: (html) => html.replace(/\s*<meta http-equiv="Content-Security-Policy"[^>]*>/, ""),
 };

@@ -1,4 +1,4 @@
-// Child process of read.bench.ts: reads one file once in a fresh process (as `memscope report` does) and
+// Child process of read.bench.ts: reads one file once in a fresh process (as `peakscope report` does) and
 // prints JSON: wall time, CPU time (all threads), and the growth of peak RSS over the RSS before reading.
 // A second argument "js" reads with the JavaScript trace scanner alone (for A/B comparisons).
 import { readSnapshotFile } from "../src/cli/read-file";

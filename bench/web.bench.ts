@@ -433,7 +433,7 @@ async function oneRun(
     crashed = true;
   });
   await page.addInitScript({ content: PAGE_PROBE });
-  if (!WARM_UP) await page.addInitScript({ content: "window.__memscopeNoWarmUp = true;" });
+  if (!WARM_UP) await page.addInitScript({ content: "window.__peakscopeNoWarmUp = true;" });
   const cdp = await context.newCDPSession(page);
   const sampler = new Sampler(cdp, browserPid);
   await sampler.attach();

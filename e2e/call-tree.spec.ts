@@ -23,7 +23,7 @@ interface PyFacts {
   stepFile: string;
 }
 
-/** Independent figures: the pickle read by Python's own unpickler (no memscope code). */
+/** Independent figures: the pickle read by Python's own unpickler (no peakscope code). */
 function pythonFacts(): PyFacts {
   const code = `
 import json, pickle, sys
@@ -205,7 +205,7 @@ test.describe("call tree", () => {
     expect(topMatchBytes(c.json.root)).toBe(py.optimizerMatch);
     const text = spawnSync(
       process.execPath,
-      ["bin/memscope.mjs", "tree", real(FILE), "--search", "optimizer.py"],
+      ["bin/peakscope.mjs", "tree", real(FILE), "--search", "optimizer.py"],
       {
         encoding: "utf8",
       },

@@ -1,5 +1,5 @@
 // Two files side by side: dropped together, or a second dropped on the "compare" half of an open one,
-// or picked with "Compare with…". The difference between them equals `memscope report A --compare B
+// or picked with "Compare with…". The difference between them equals `peakscope report A --compare B
 // --json`; each column equals its own report; zoom and cursor are linked (and can be unlinked);
 // clicking a call site of the difference highlights its blocks in both maps.
 
@@ -42,7 +42,7 @@ async function expectDiffEqualsCli(page: Page, report: any) {
   }
 }
 
-/** A column's checks equal its own `memscope report FILE [--counters F] --json`. */
+/** A column's checks equal its own `peakscope report FILE [--counters F] --json`. */
 async function expectChecksEqual(column: Locator, report: any) {
   for (const c of report.checks) {
     await expect(column.getByTestId("checks").locator(`[data-check="${c.id}"]`), c.id).toHaveAttribute(

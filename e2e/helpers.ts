@@ -1,5 +1,5 @@
 // Shared e2e helpers: open files the way a user does (drop or picker), wait on the page's idle signal,
-// run the memscope CLI for independent expected values, and collect console errors.
+// run the peakscope CLI for independent expected values, and collect console errors.
 
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -10,9 +10,9 @@ export const ROOT = resolve(import.meta.dirname, "..");
 export const REAL = resolve(ROOT, "../shared/fixtures/real");
 export const real = (name: string) => resolve(REAL, name);
 
-/** Runs `memscope <args>` (the Node CLI on the same core) and parses its JSON output. */
+/** Runs `peakscope <args>` (the Node CLI on the same core) and parses its JSON output. */
 export function cli(args: string[]): { code: number; json: any; stderr: string } {
-  const r = spawnSync(process.execPath, [resolve(ROOT, "bin/memscope.mjs"), ...args], {
+  const r = spawnSync(process.execPath, [resolve(ROOT, "bin/peakscope.mjs"), ...args], {
     cwd: ROOT,
     encoding: "utf8",
     maxBuffer: 256 * 1024 * 1024,

@@ -13,7 +13,7 @@ import { cli, dropFile, REAL, ROOT, real, waitIdle, watchConsole } from "./helpe
 
 /** `generate.py known --record-from after-build --moment step2 OUT`: OUT, OUT.counters.json, OUT.truth.json. */
 function afterBuildFixture(): { file: string; truth: any } {
-  const dir = mkdtempSync(join(tmpdir(), "memscope-inferred-"));
+  const dir = mkdtempSync(join(tmpdir(), "peakscope-inferred-"));
   const file = join(dir, "after-build.pickle");
   const r = spawnSync(
     "python3",
@@ -68,7 +68,7 @@ test.describe("inferred categories", () => {
 
     // The fix, in one line.
     await expect(page.getByTestId("record-fix-action")).toHaveText(
-      "Recording started after these blocks were allocated: call memscope_hook.start() before the model is built — see “Capture” in memscope's README.",
+      "Recording started after these blocks were allocated: call peakscope_hook.start() before the model is built — see “Capture” in peakscope's README.",
     );
 
     // Top call sites: the pre-recording row is marked the same way, with its rule.
@@ -149,7 +149,7 @@ test.describe("torch_npu workspace", () => {
     page,
   }) => {
     const errors = watchConsole(page);
-    const dir = mkdtempSync(join(tmpdir(), "memscope-workspace-"));
+    const dir = mkdtempSync(join(tmpdir(), "peakscope-workspace-"));
     const file = join(dir, "npu-workspace.pickle");
     const r = spawnSync(
       "python3",

@@ -172,7 +172,7 @@ test.describe("memory", () => {
     expect(mostFresh, "workers alive after a load, 3 loads").toBeLessThanOrEqual(4);
     for (const m of [after20, after3]) {
       expect(m.count, "the worker that holds the file is measured").toBeGreaterThanOrEqual(1);
-      expect(m.count, "memscope workers reached by the probe").toBeLessThanOrEqual(2);
+      expect(m.count, "peakscope workers reached by the probe").toBeLessThanOrEqual(2);
     }
     // After 20 loads the tab holds what it holds after 3, not several files' models: one more model would
     // about double it (the worker holding the file is ≈ 90% of the total); what an idle tab holds varies

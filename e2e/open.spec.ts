@@ -1,4 +1,4 @@
-// M1: opening files. Drop, pick, demo; the summary's numbers equal `memscope inspect --json` on the
+// M1: opening files. Drop, pick, demo; the summary's numbers equal `peakscope inspect --json` on the
 // same file; the reader's exact error for a broken file; the page stays usable; no console errors.
 
 import { readFileSync } from "node:fs";
@@ -40,7 +40,7 @@ async function expectSummaryEqualsInspect(page: import("@playwright/test").Page,
 
 test.describe("opening a snapshot", () => {
   for (const file of FILES) {
-    test(`drop ${file}: summary equals memscope inspect`, async ({ page }) => {
+    test(`drop ${file}: summary equals peakscope inspect`, async ({ page }) => {
       const errors = watchConsole(page);
       await page.goto("./");
       await dropFile(page, real(file));
@@ -81,7 +81,7 @@ test.describe("opening a snapshot", () => {
     writeFileSync(truncatedPath, cut);
     const expected = cli(["inspect", truncatedPath, "--json"]);
     expect(expected.code).toBe(1);
-    const message = expected.stderr.trim().replace(/^memscope: /, "");
+    const message = expected.stderr.trim().replace(/^peakscope: /, "");
     expect(message).toContain("truncated");
 
     await page.goto("./");
@@ -109,7 +109,7 @@ test.describe("opening a snapshot", () => {
     await dropFile(page, path);
     await waitIdle(page, ["error"]);
     await expect(page.getByTestId("error-message")).toHaveText(
-      expected.stderr.trim().replace(/^memscope: /, ""),
+      expected.stderr.trim().replace(/^peakscope: /, ""),
     );
     expect(errors).toEqual([]);
   });

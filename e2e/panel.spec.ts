@@ -1,4 +1,4 @@
-// M2: the side panel. Every number equals `memscope report --json` on the same file (totals, categories,
+// M2: the side panel. Every number equals `peakscope report --json` on the same file (totals, categories,
 // checks, top call sites), per device; a counters sidecar dropped with the snapshot drives the counter
 // checks exactly as `--counters` does; the peak-vs-snapshot gap is flagged beyond 2%.
 
@@ -40,7 +40,7 @@ async function expectPanelEqualsReport(page: Page, report: any, device: number) 
 }
 
 test.describe("side panel", () => {
-  test("numbers equal memscope report --json, on every device", async ({ page }) => {
+  test("numbers equal peakscope report --json, on every device", async ({ page }) => {
     const errors = watchConsole(page);
     const file = "Constructor-Sun__code_location__memory_snapshot.pickle";
     const { json: report, code } = cli(["report", real(file), "--json"]);

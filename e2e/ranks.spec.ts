@@ -90,7 +90,7 @@ async function expectOverview(page: Page, opts: { sidecars: boolean }) {
 
 test.describe("rank overview", () => {
   test.beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), "memscope-e2e-ranks-"));
+    dir = mkdtempSync(join(tmpdir(), "peakscope-e2e-ranks-"));
     // The outlier is chosen here; everything checked about it is read back from ranks.truth.json.
     execFileSync("python3", [
       join(ROOT, "test/gen/generate.py"),

@@ -1,5 +1,5 @@
 // "Save report" (issue 14): the page downloads one self-contained HTML file — the same file as
-// `memscope report FILE --html` (only the "made <time>" stamp differs) — that opens from file:// with the
+// `peakscope report FILE --html` (only the "made <time>" stamp differs) — that opens from file:// with the
 // network blocked and shows the allocated total `report --json` prints. And the page's empty and partial-file
 // messages say where capturing is explained (the README's "Capture" section: the built site does not ship
 // the README, so it is named in words).
@@ -14,7 +14,7 @@ const TRAINING = real("Wedsonlin__assignment2-systems__medium_256_training_memor
 const NO_TRACE = real("Muduard__LayoutEditing__33ade60d__dump_snapshot.pickle");
 const SHOTS = "/tmp/shots";
 mkdirSync(SHOTS, { recursive: true });
-const SEE = "see “Capture” in memscope's README";
+const SEE = "see “Capture” in peakscope's README";
 
 const unstamped = (html: string) => html.replace(/made \d{4}-\d\d-\d\dT[\d:.]+Z/, "made TIME");
 
@@ -24,7 +24,7 @@ test.describe("save report", () => {
     browser,
   }) => {
     const errors = watchConsole(page);
-    const dir = mkdtempSync(join(tmpdir(), "memscope-save-"));
+    const dir = mkdtempSync(join(tmpdir(), "peakscope-save-"));
     const cliHtml = join(dir, "cli.html");
     const truth = cli(["report", TRAINING, "--json", "--html", cliHtml]);
     expect(truth.json).not.toBeNull();
@@ -73,7 +73,7 @@ test.describe("save report", () => {
     await page.goto("/");
     await waitIdle(page, ["empty"]);
     await expect(page.getByTestId("empty-capture")).toHaveText(
-      `No snapshot yet? Capture one with python/memscope_hook.py — five lines, ${SEE}.`,
+      `No snapshot yet? Capture one with python/peakscope_hook.py — five lines, ${SEE}.`,
     );
     await page.screenshot({ path: `${SHOTS}/whatif-empty.png` });
 
@@ -81,7 +81,7 @@ test.describe("save report", () => {
     await dropFile(page, NO_TRACE);
     await waitIdle(page);
     await expect(page.getByTestId("timeline-empty")).toContainText(
-      "No trace for this device: history was not recorded, or this device had no allocations. Call memscope_hook.start() (or torch.cuda.memory._record_memory_history()) before the model is built — " +
+      "No trace for this device: history was not recorded, or this device had no allocations. Call peakscope_hook.start() (or torch.cuda.memory._record_memory_history()) before the model is built — " +
         `${SEE}.`,
     );
     await page.getByTestId("timeline-empty").screenshot({ path: `${SHOTS}/whatif-no-trace.png` });
@@ -93,13 +93,13 @@ test.describe("save report", () => {
     await dropFile(page, TRAINING);
     await waitIdle(page);
     await expect(page.getByTestId("truncation")).toContainText(
-      `Give memscope_hook.start(max_entries=…) enough entries to hold the peak — ${SEE}.`,
+      `Give peakscope_hook.start(max_entries=…) enough entries to hold the peak — ${SEE}.`,
     );
     await expect(page.getByTestId("record-fix-action")).toHaveText(
-      `Recording started after these blocks were allocated: call memscope_hook.start() before the model is built — ${SEE}.`,
+      `Recording started after these blocks were allocated: call peakscope_hook.start() before the model is built — ${SEE}.`,
     );
     await expect(page.getByTestId("counters-hint")).toHaveText(
-      `Drop Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle.counters.json with the dump (memscope_hook writes it) — ${SEE}.`,
+      `Drop Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle.counters.json with the dump (peakscope_hook writes it) — ${SEE}.`,
     );
     await page.getByTestId("checks").screenshot({ path: `${SHOTS}/whatif-counters-hint.png` });
     expect(errors).toEqual([]);

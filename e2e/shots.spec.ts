@@ -153,7 +153,7 @@ test.describe("screenshots of inferred categories", () => {
 
   test("panel, legend and map: recording began after the build; a late real trace", async ({ browser }) => {
     mkdirSync(DIR, { recursive: true });
-    const dir = mkdtempSync(join(tmpdir(), "memscope-shots-"));
+    const dir = mkdtempSync(join(tmpdir(), "peakscope-shots-"));
     const fixture = join(dir, "after-build.pickle");
     const gen = spawnSync(
       "python3",

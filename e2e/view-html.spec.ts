@@ -1,5 +1,5 @@
-// `memscope view FILE [FILE2] --no-open` serves a page that opens FILE (FILE2: a comparison) from the same
-// localhost server, and shows what `memscope inspect --json` / `report --compare --json` say; `memscope
+// `peakscope view FILE [FILE2] --no-open` serves a page that opens FILE (FILE2: a comparison) from the same
+// localhost server, and shows what `peakscope inspect --json` / `report --compare --json` say; `peakscope
 // report FILE --html OUT` opens from file:// in Chromium with the network blocked and no script, and
 // shows the numbers of `report --json`.
 
@@ -21,11 +21,11 @@ test.afterAll(() => {
   for (const c of children) c.kill("SIGTERM");
 });
 
-/** Runs `memscope view FILES --no-open --port 0`; resolves with the page URL it prints. */
+/** Runs `peakscope view FILES --no-open --port 0`; resolves with the page URL it prints. */
 async function view(files: string[]): Promise<string> {
   const child = spawn(
     process.execPath,
-    [resolve(ROOT, "bin/memscope.mjs"), "view", ...files, "--no-open", "--port", "0", "--site", DIST],
+    [resolve(ROOT, "bin/peakscope.mjs"), "view", ...files, "--no-open", "--port", "0", "--site", DIST],
     { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
   );
   children.push(child);
@@ -33,10 +33,10 @@ async function view(files: string[]): Promise<string> {
     let out = "";
     child.stdout!.on("data", (d) => {
       out += String(d);
-      const m = /memscope view: (http:\/\/127\.0\.0\.1:\d+\/\S+)/.exec(out);
+      const m = /peakscope view: (http:\/\/127\.0\.0\.1:\d+\/\S+)/.exec(out);
       if (m) done(m[1]);
     });
-    child.on("exit", (code) => fail(new Error(`memscope view exited with ${code}: ${out}`)));
+    child.on("exit", (code) => fail(new Error(`peakscope view exited with ${code}: ${out}`)));
   });
 }
 
@@ -56,7 +56,7 @@ async function expectSummaryEqualsInspect(page: Page, file: string) {
   }
 }
 
-test.describe("memscope view", () => {
+test.describe("peakscope view", () => {
   test("view FILE --no-open: the page opens FILE from the same server and shows its totals", async ({
     page,
   }) => {
@@ -70,7 +70,7 @@ test.describe("memscope view", () => {
     await expectSummaryEqualsInspect(page, SMALL);
     // everything came from the view server (the file included), nothing from anywhere else
     expect(requests.filter((u) => !u.startsWith(`${origin}/`) && !u.startsWith("blob:"))).toEqual([]);
-    expect(requests.some((u) => u.includes(`/_memscope/`) && u.endsWith(`/${SMALL}`))).toBe(true);
+    expect(requests.some((u) => u.includes(`/_peakscope/`) && u.endsWith(`/${SMALL}`))).toBe(true);
     expect(errors).toEqual([]);
   });
 
@@ -86,12 +86,12 @@ test.describe("memscope view", () => {
   });
 });
 
-test.describe("memscope report --html", () => {
+test.describe("peakscope report --html", () => {
   for (const file of [TRAINING, SMALL]) {
     test(`${file}: opens from file:// with the network blocked, no script, the numbers of --json`, async ({
       browser,
     }) => {
-      const dir = mkdtempSync(join(tmpdir(), "memscope-e2e-html-"));
+      const dir = mkdtempSync(join(tmpdir(), "peakscope-e2e-html-"));
       const out = join(dir, `${file}.html`);
       const made = cli(["report", real(file), "--html", out]);
       expect([0, 2]).toContain(made.code);
@@ -108,7 +108,7 @@ test.describe("memscope report --html", () => {
       const requests: string[] = [];
       page.on("request", (q) => requests.push(q.url()));
       await page.goto(`file://${out}`);
-      await expect(page.getByRole("heading", { level: 1 })).toHaveText("memscope report");
+      await expect(page.getByRole("heading", { level: 1 })).toHaveText("peakscope report");
       await expect(page.getByTestId("file")).toHaveText(r.file);
       expect(requests).toEqual([`file://${out}`]);
 
@@ -163,7 +163,7 @@ test.describe("memscope report --html", () => {
   }
 
   test("with JavaScript on, the CSP refuses nothing (the one style is hashed)", async ({ page }) => {
-    const dir = mkdtempSync(join(tmpdir(), "memscope-e2e-html-"));
+    const dir = mkdtempSync(join(tmpdir(), "peakscope-e2e-html-"));
     const out = join(dir, "r.html");
     cli(["report", real(SMALL), "--html", out]);
     const errors = watchConsole(page);

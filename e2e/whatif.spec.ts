@@ -1,5 +1,5 @@
 // The "What if" card (issue 13) on a real training snapshot: the ranked suggestions carry the figures
-// `memscope whatif FILE --suggest --json` prints (the CLI runs here as the independent figure); choosing one
+// `peakscope whatif FILE --suggest --json` prints (the CLI runs here as the independent figure); choosing one
 // draws the dashed curve on the timeline's own layer and a second peak marker where the new peak is, shows
 // the new composition, and goes into the link — reloading the link (and dropping the file it asks for)
 // brings the same what-if back. A category and a call site can be asked "what if … were halved / gone".
@@ -228,7 +228,7 @@ test.describe("what if", () => {
     const frame = cli(["whatif", TRAINING, "--recompute", "model.py:253", "--json"]).json;
     await page.evaluate(() =>
       window.dispatchEvent(
-        new CustomEvent("memscope:whatif", {
+        new CustomEvent("peakscope:whatif", {
           detail: { target: { kind: "selection", selection: "frame:model.py:253" }, action: "recompute" },
         }),
       ),
@@ -240,7 +240,7 @@ test.describe("what if", () => {
 
   test("an OOM: you needed X more; the capacity it implies; what fits", async ({ page }) => {
     const errors = watchConsole(page);
-    const dir = mkdtempSync(join(tmpdir(), "memscope-whatif-oom-"));
+    const dir = mkdtempSync(join(tmpdir(), "peakscope-whatif-oom-"));
     const gen = spawnSync("python3", [join(ROOT, "test/gen/generate.py"), "variants", dir], {
       encoding: "utf8",
     });

@@ -20,7 +20,7 @@ if (!existsSync(asc)) {
   );
   process.exit(1);
 }
-const dir = mkdtempSync(join(tmpdir(), "memscope-wasm-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-wasm-"));
 try {
   const out = join(dir, "trace-scan.wasm");
   execFileSync(asc, [source, "-O3", "--runtime", "stub", "--noAssert", "--use", "abort=", "-o", out], {

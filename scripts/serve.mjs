@@ -110,7 +110,7 @@ const server = createServer(async (req, res) => {
 server.listen(port, host, () => {
   const addr = server.address();
   const shown = typeof addr === "object" && addr ? addr.port : port;
-  console.log(`memscope: serving ${rootDir} at http://${host}:${shown}${base}`);
+  console.log(`peakscope: serving ${rootDir} at http://${host}:${shown}${base}`);
 });
 
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => server.close(() => process.exit(0)));

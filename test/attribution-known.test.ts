@@ -15,7 +15,7 @@ import { python } from "./helpers/python";
 const LAYOUTS = ["cuda-all", "cuda-python", "npu"] as const;
 const PATHS = ["linux", "conda", "venv", "dist", "windows"] as const;
 const MOMENTS = ["step2", "step3", "mid_backward"] as const;
-const dir = mkdtempSync(join(tmpdir(), "memscope-known-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-known-"));
 
 interface Truth {
   snapshot: { categories: Record<string, number>; allocatedBytes: number; reservedBytes: number };

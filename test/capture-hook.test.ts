@@ -1,7 +1,7 @@
-// python/memscope_hook.py against a fake torch (test/capture/fake): the fake records every call the hook
+// python/peakscope_hook.py against a fake torch (test/capture/fake): the fake records every call the hook
 // makes and writes small real snapshots with Python's pickle. Expected values come from the fake's own
 // bookkeeping (what it handed out), Python's unpickler (what is in the file) and the file system (modes,
-// names); memscope's reader then checks the dump against its sidecar.
+// names); peakscope's reader then checks the dump against its sidecar.
 
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -40,9 +40,9 @@ function runCase(
   name: string,
   opts: { env?: Record<string, string>; npu?: boolean; dir?: string; umask?: string } = {},
 ): { rec: CaseRecord; dir: string } {
-  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), `memscope-hook-${name}-`));
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), `peakscope-hook-${name}-`));
   const env: Record<string, string> = { ...(process.env as Record<string, string>) };
-  for (const k of ["RANK", "WORLD_SIZE", "LOCAL_RANK", "MEMSCOPE_DIR", "MEMSCOPE_STEPS"]) delete env[k];
+  for (const k of ["RANK", "WORLD_SIZE", "LOCAL_RANK", "PEAKSCOPE_DIR", "PEAKSCOPE_STEPS"]) delete env[k];
   Object.assign(env, {
     PYTHONPATH: opts.npu ? `${FAKE}:${FAKE_NPU}` : FAKE,
     PYTHONDONTWRITEBYTECODE: "1",
@@ -82,8 +82,8 @@ function expectOnlyDumps(dir: string, paths: string[]) {
   expect(readdirSync(dir).sort()).toEqual(want);
 }
 
-/** memscope reads the dump; with its sidecar every check passes and the totals are the fake's counters. */
-async function expectMemscopeAgrees(path: string, expected: Record<string, any>, device = 0) {
+/** peakscope reads the dump; with its sidecar every check passes and the totals are the fake's counters. */
+async function expectPeakscopeAgrees(path: string, expected: Record<string, any>, device = 0) {
   // trace-replay passes where Python's unpickler finds trace entries, and is skipped where there are none
   const traced = (unpickle(path) as any).device_traces.some((t: unknown[]) => t.length > 0);
   const model = await readSnapshotFile(path);
@@ -104,7 +104,7 @@ async function expectMemscopeAgrees(path: string, expected: Record<string, any>,
   return r;
 }
 
-describe("memscope_hook.dump", () => {
+describe("peakscope_hook.dump", () => {
   const { rec, dir } = runCase("basic");
   const [path] = rec.paths;
 
@@ -123,7 +123,7 @@ describe("memscope_hook.dump", () => {
   });
 
   it("writes the snapshot and <path>.counters.json, both mode 0600, named by rank and tag", () => {
-    expect(basename(path)).toBe("memscope-rank0-step2.pickle");
+    expect(basename(path)).toBe("peakscope-rank0-step2.pickle");
     expect(mode(path)).toBe(0o600);
     expect(mode(`${path}.counters.json`)).toBe(0o600);
     expectOnlyDumps(dir, rec.paths);
@@ -161,21 +161,21 @@ describe("memscope_hook.dump", () => {
     expect(callsNamed(rec, "cuda.memory_stats").map((c) => c[1])).toEqual([[0]]);
   });
 
-  it("memscope reads it, and every check passes against the sidecar", async () => {
-    const r = await expectMemscopeAgrees(path, rec.expected!);
+  it("peakscope reads it, and every check passes against the sidecar", async () => {
+    const r = await expectPeakscopeAgrees(path, rec.expected!);
     // allocated blocks are the live tensors the scenario kept
     expect(r.totals.allocatedBytes).toBe(rec.alive.reduce((a: number, b: number) => a + b, 0));
     expect(r.checks.find((c) => c.id === "trace-replay")?.status).toBe("pass");
   });
 });
 
-describe("memscope_hook.start after memory was allocated", () => {
+describe("peakscope_hook.start after memory was allocated", () => {
   const { rec } = runCase("late");
 
   it("warns once (two start() calls) with how much had no stack", () => {
     const late = rec.warnings.filter((w) => w.message.includes("already allocated"));
     expect(late).toHaveLength(1);
-    expect(late[0].category).toBe("MemscopeWarning");
+    expect(late[0].category).toBe("PeakscopeWarning");
     // points at the caller of start(), not at the hook
     expect(late[0].file).toBe("cases.py");
     const mib = (rec.allocated_before / 2 ** 20).toFixed(2);
@@ -186,16 +186,16 @@ describe("memscope_hook.start after memory was allocated", () => {
     expect(callsNamed(rec, "cuda.memory._record_memory_history")[0][2].stacks).toBe("all");
   });
 
-  it("the sidecar says how much was allocated when recording started; memscope names it before-recording", async () => {
+  it("the sidecar says how much was allocated when recording started; peakscope names it before-recording", async () => {
     const [path] = rec.paths;
     expect(sidecar(path).recording.allocated_at_start).toBe(rec.allocated_before);
-    const r = await expectMemscopeAgrees(path, rec.expected!);
+    const r = await expectPeakscopeAgrees(path, rec.expected!);
     expect(r.unknownBytesByReason["before-recording"]).toBe(rec.weights_bytes);
   });
 });
 
 describe("many ranks", () => {
-  const dir = mkdtempSync(join(tmpdir(), "memscope-hook-ranks-"));
+  const dir = mkdtempSync(join(tmpdir(), "peakscope-hook-ranks-"));
   const runs = [0, 1].map(
     (rank) => runCase("rank", { dir, env: { CASE_RANK: String(rank), CASE_WORLD: "2" } }).rec,
   );
@@ -204,10 +204,10 @@ describe("many ranks", () => {
     const all = runs.flatMap((r) => r.paths);
     expect(new Set(all).size).toBe(4);
     expect(all.map((p) => basename(p))).toEqual([
-      "memscope-rank0-step3.pickle",
-      "memscope-rank0-step3-2.pickle",
-      "memscope-rank1-step3.pickle",
-      "memscope-rank1-step3-2.pickle",
+      "peakscope-rank0-step3.pickle",
+      "peakscope-rank0-step3-2.pickle",
+      "peakscope-rank1-step3.pickle",
+      "peakscope-rank1-step3-2.pickle",
     ]);
     expectOnlyDumps(dir, all);
     // each file is still the snapshot its own process took
@@ -224,25 +224,25 @@ describe("many ranks", () => {
         const s = sidecar(p);
         expect([s.rank, s.world_size, s.device]).toEqual([rank, 2, r.device]);
         expect(mode(p)).toBe(0o600);
-        await expectMemscopeAgrees(p, r.expected!, r.device);
+        await expectPeakscopeAgrees(p, r.expected!, r.device);
       }
     }
   });
 
   it("falls back to torchrun's RANK / WORLD_SIZE before init_process_group", () => {
     const { rec } = runCase("basic", { env: { RANK: "7", WORLD_SIZE: "16" } });
-    expect(basename(rec.paths[0])).toBe("memscope-rank7-step2.pickle");
+    expect(basename(rec.paths[0])).toBe("peakscope-rank7-step2.pickle");
     expect([sidecar(rec.paths[0]).rank, sidecar(rec.paths[0]).world_size]).toEqual([7, 16]);
   });
 });
 
-describe("memscope_hook.dump_on_oom", () => {
+describe("peakscope_hook.dump_on_oom", () => {
   const { rec, dir } = runCase("oom");
 
   it("attaches one observer, and dumps once, inside the failing allocation", () => {
     expect(callsNamed(rec, "_C._cuda_attach_out_of_memory_observer")).toHaveLength(1);
     expect(rec.raised).toContain("out of memory"); // the program still sees its OOM
-    expect(rec.paths.map((p) => basename(p))).toEqual(["memscope-rank0-oom.pickle"]);
+    expect(rec.paths.map((p) => basename(p))).toEqual(["peakscope-rank0-oom.pickle"]);
     expectOnlyDumps(dir, rec.paths);
     expect(mode(rec.paths[0])).toBe(0o600);
   });
@@ -259,18 +259,18 @@ describe("memscope_hook.dump_on_oom", () => {
     const snap = unpickle(rec.paths[0]) as any;
     expect(snap).toEqual(jsonRound(rec.snapshots[0]));
     expect(snap.device_traces[0].at(-1)).toMatchObject({ action: "oom", size: 64 << 20 });
-    const r = await expectMemscopeAgrees(rec.paths[0], rec.expected!);
+    const r = await expectPeakscopeAgrees(rec.paths[0], rec.expected!);
     expect(r.timeline.markers.oom).toBe(1);
   });
 });
 
-describe("memscope_hook.dump_in_backward", () => {
+describe("peakscope_hook.dump_in_backward", () => {
   const { rec, dir } = runCase("backward");
 
   it("dumps once from the gradient hook, with the activations alive", async () => {
     expect(rec.handle).toBe("_Handle");
     expect(callsNamed(rec, "Tensor.register_hook")).toHaveLength(1);
-    expect(rec.paths.map((p) => basename(p))).toEqual(["memscope-rank0-mid_backward.pickle"]);
+    expect(rec.paths.map((p) => basename(p))).toEqual(["peakscope-rank0-mid_backward.pickle"]);
     expectOnlyDumps(dir, rec.paths);
     const snap = unpickle(rec.paths[0]) as any;
     expect(snap).toEqual(jsonRound(rec.snapshots[0]));
@@ -279,7 +279,7 @@ describe("memscope_hook.dump_in_backward", () => {
       .filter((b: any) => b.state === "active_allocated")
       .map((b: any) => b.address);
     for (const a of rec.activations) expect(live).toContain(a);
-    await expectMemscopeAgrees(rec.paths[0], rec.expected!);
+    await expectPeakscopeAgrees(rec.paths[0], rec.expected!);
   });
 
   it("refuses a tensor that does not require grad", () => {
@@ -287,14 +287,14 @@ describe("memscope_hook.dump_in_backward", () => {
   });
 });
 
-describe("MEMSCOPE_STEPS and step()", () => {
+describe("PEAKSCOPE_STEPS and step()", () => {
   const { rec, dir } = runCase("steps");
 
-  it("dumps after the steps named (2,4-5), in MEMSCOPE_DIR, and returns their paths", () => {
+  it("dumps after the steps named (2,4-5), in PEAKSCOPE_DIR, and returns their paths", () => {
     expect(rec.paths.map((p) => basename(p))).toEqual([
-      "memscope-rank0-step2.pickle",
-      "memscope-rank0-step4.pickle",
-      "memscope-rank0-step5.pickle",
+      "peakscope-rank0-step2.pickle",
+      "peakscope-rank0-step4.pickle",
+      "peakscope-rank0-step5.pickle",
     ]);
     expect(rec.returned).toEqual([null, rec.paths[0], null, rec.paths[1], rec.paths[2], null]);
     expectOnlyDumps(dir, rec.paths);
@@ -307,7 +307,7 @@ describe("MEMSCOPE_STEPS and step()", () => {
       expect(s.step).toBe(n);
       expect(s.tag).toBe(`step${n}`);
       expect(s.memory_allocated).toBe(rec.expected_by_step[n].memory_allocated);
-      await expectMemscopeAgrees(p, rec.expected_by_step[n]);
+      await expectPeakscopeAgrees(p, rec.expected_by_step[n]);
     }
   });
 });
@@ -335,7 +335,7 @@ describe("torch_npu", () => {
     expectOnlyDumps(dir, rec.paths);
     expect(unpickle(path)).toEqual(jsonRound(rec.snapshots[0]));
     expect(sidecar(path).backend).toBe("npu");
-    await expectMemscopeAgrees(path, rec.expected!);
+    await expectPeakscopeAgrees(path, rec.expected!);
   });
 });
 
@@ -370,7 +370,7 @@ describe("older torch and misuse", () => {
     expect(callsNamed(rec, "cuda.memory._record_memory_history")).toEqual([]);
     const snap = unpickle(rec.paths[1]) as any;
     expect(snap.device_traces.every((t: unknown[]) => t.length === 0)).toBe(true);
-    const r = await expectMemscopeAgrees(rec.paths[1], rec.expected!);
+    const r = await expectPeakscopeAgrees(rec.paths[1], rec.expected!);
     expect(r.unknownBytesByReason["no-stacks-recorded"]).toBe(rec.expected!.memory_allocated);
   });
 
@@ -380,13 +380,13 @@ describe("older torch and misuse", () => {
     expect(rec.calls.filter((c) => c[0].includes("_record_memory_history"))).toEqual([]);
   });
 
-  it("bad arguments and a bad MEMSCOPE_STEPS say what is expected", () => {
+  it("bad arguments and a bad PEAKSCOPE_STEPS say what is expected", () => {
     const { rec } = runCase("bad_args");
     expect(rec.errors).toHaveLength(4);
     expect(rec.errors[0]).toContain('"python" or "all"');
     expect(rec.errors[1]).toContain("max_entries");
     expect(rec.errors[2]).toContain("max_entries");
-    expect(rec.errors[3]).toContain("MEMSCOPE_STEPS");
+    expect(rec.errors[3]).toContain("PEAKSCOPE_STEPS");
     expect(rec.calls.filter((c) => c[0].includes("_record_memory_history"))).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-// CLI conventions: `memscope --help` / `help` exit 0 with the usage; every size the text output prints
+// CLI conventions: `peakscope --help` / `help` exit 0 with the usage; every size the text output prints
 // follows one rule (MiB with two decimals, exact bytes beside), the compare verdict included.
 
 import { mkdtempSync } from "node:fs";
@@ -21,12 +21,12 @@ async function run(args: string[]) {
 }
 
 describe("help", () => {
-  it("memscope --help, -h and help print the usage and exit 0; no command exits 1", async () => {
+  it("peakscope --help, -h and help print the usage and exit 0; no command exits 1", async () => {
     for (const args of [["--help"], ["-h"], ["help"]]) {
       const r = io();
       expect(await main(args, r.io)).toBe(0);
       const text = r.out.join("");
-      for (const c of ["inspect", "report", "view"]) expect(text).toContain(`memscope ${c} `);
+      for (const c of ["inspect", "report", "view"]) expect(text).toContain(`peakscope ${c} `);
       expect(r.err).toEqual([]);
     }
     const r = io();
@@ -41,13 +41,13 @@ describe("help", () => {
     for (const c of ["inspect", "report", "view"]) {
       const r = io();
       expect(await main([c, "--help"], r.io)).toBe(0);
-      expect(r.out.join("")).toContain(`memscope ${c} FILE`);
+      expect(r.out.join("")).toContain(`peakscope ${c} FILE`);
     }
   });
 });
 
 describe("one unit rule for every size the CLI prints", () => {
-  const dir = mkdtempSync(join(tmpdir(), "memscope-units-"));
+  const dir = mkdtempSync(join(tmpdir(), "peakscope-units-"));
   const a = join(dir, "step2.pickle");
   const b = join(dir, "mid.pickle");
   python(["test/gen/generate.py", "known", a]);

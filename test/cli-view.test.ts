@@ -1,4 +1,4 @@
-// `memscope view`: the server serves the site and exactly the files named, in place, on 127.0.0.1 only,
+// `peakscope view`: the server serves the site and exactly the files named, in place, on 127.0.0.1 only,
 // to requests for its own host; the page URL's hash is one the page's own link parser reads back as the
 // files; usage errors, unreadable files and a busy port exit 1.
 
@@ -16,7 +16,7 @@ import { viewCommand } from "../src/cli/view";
 import { parseLink } from "../src/ui/state/link";
 import { REPO } from "./helpers/python";
 
-const dir = mkdtempSync(join(tmpdir(), "memscope-view-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-view-"));
 const site = join(dir, "site");
 mkdirSync(join(site, "assets"), { recursive: true });
 writeFileSync(join(site, "index.html"), "<!doctype html><title>fake site</title>");
@@ -86,7 +86,7 @@ afterAll(async () => {
   await Promise.all(running.map((r) => r.exit));
 });
 
-describe("memscope view: the server", () => {
+describe("peakscope view: the server", () => {
   it("serves the site and the files in place, on 127.0.0.1, with a page URL the page reads back", async () => {
     const { server, opened, o } = await startView([fileA, fileB, "--port", "0"]);
     const port = Number(new URL(server.origin).port);
@@ -128,7 +128,7 @@ describe("memscope view: the server", () => {
     const { server } = await startView([fileA, "--no-open"]);
     const port = Number(new URL(server.origin).port);
     const p = `/${server.filePaths[0]}`;
-    const other = p.replace(/_memscope\/[0-9a-f]+\//, "_memscope/000000000000000000000000/");
+    const other = p.replace(/_peakscope\/[0-9a-f]+\//, "_peakscope/000000000000000000000000/");
     expect((await get(port, other)).status).toBe(404);
     expect((await get(port, p.replace(/\/0\//, "/1/"))).status).toBe(404);
     expect((await get(port, "/../secret.txt")).status).not.toBe(200);
@@ -160,7 +160,7 @@ describe("memscope view: the server", () => {
     ]) {
       const r = io();
       expect(await main(["view", ...args], r.io), args.join(" ")).toBe(1);
-      expect(r.err.join(""), args.join(" ")).toMatch(/memscope view: .+\nusage: memscope view FILE/);
+      expect(r.err.join(""), args.join(" ")).toMatch(/peakscope view: .+\nusage: peakscope view FILE/);
       expect(r.out).toEqual([]);
     }
     const r2 = io();
@@ -172,18 +172,18 @@ describe("memscope view: the server", () => {
   });
 });
 
-describe("npx memscope view (the bin, with the real site)", () => {
+describe("npx peakscope view (the bin, with the real site)", () => {
   it("prints the URL, serves the file, and exits 0 on SIGTERM", async () => {
     const child = spawn(
       process.execPath,
-      [resolve(REPO, "bin/memscope.mjs"), "view", fileA, "--no-open", "--port", "0", "--site", site],
+      [resolve(REPO, "bin/peakscope.mjs"), "view", fileA, "--no-open", "--port", "0", "--site", site],
       { cwd: REPO, stdio: ["ignore", "pipe", "pipe"] },
     );
     let out = "";
     const url = await new Promise<string>((done, fail) => {
       child.stdout.on("data", (d) => {
         out += String(d);
-        const m = /memscope view: (http:\/\/127\.0\.0\.1:\d+\/\S+)/.exec(out);
+        const m = /peakscope view: (http:\/\/127\.0\.0\.1:\d+\/\S+)/.exec(out);
         if (m) done(m[1]);
       });
       child.on("exit", (code) => fail(new Error(`exited ${code}: ${out}`)));

@@ -35,7 +35,7 @@ describe.skipIf(!HAVE_REAL)("formats: one snapshot, every encoding", () => {
   let dir = "";
   let reference: unknown;
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "memscope-formats-"));
+    dir = mkdtempSync(join(tmpdir(), "peakscope-formats-"));
     python(["-c", REENCODE, SOURCE, dir]);
     reference = fingerprint(await readPath(SOURCE));
   });

@@ -32,7 +32,7 @@ interface ManifestFile {
   }[];
 }
 
-const dir = mkdtempSync(join(tmpdir(), "memscope-gen-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-gen-"));
 let variants: ManifestFile[] = [];
 let hostile: { file: string; expect: string; what: string; xss?: string }[] = [];
 

@@ -23,7 +23,7 @@ import { readPath } from "./helpers/model";
 import { python } from "./helpers/python";
 
 const MiB = 1 << 20;
-const dir = mkdtempSync(join(tmpdir(), "memscope-health-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-health-"));
 
 interface NBlock {
   addr: number;

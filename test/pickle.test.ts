@@ -54,7 +54,7 @@ value = {
 }
 proto = int(sys.argv[1])
 # Before protocol 4 sets are pickled through GLOBAL+REDUCE (builtins.set), and before protocol 3 bytes
-# too (_codecs.encode): opcodes memscope refuses. Snapshots never hold either, so leave them out there.
+# too (_codecs.encode): opcodes peakscope refuses. Snapshots never hold either, so leave them out there.
 if proto < 4:
     del value["set"], value["frozen"]
 if proto < 3:

@@ -21,7 +21,7 @@ print(json.dumps(out))
 `;
 
 it("previews arrive while parsing and their peak equals Python's running sum over the entries read", async () => {
-  const file = join(mkdtempSync(join(tmpdir(), "memscope-preview-")), "big.pickle");
+  const file = join(mkdtempSync(join(tmpdir(), "peakscope-preview-")), "big.pickle");
   python(["test/gen/generate.py", "big", "--target-mb", "3", file]);
   const running: number[] = JSON.parse(python(["-c", RUNNING, file]));
   const previews: LoadPreview[] = [];

@@ -1,5 +1,5 @@
 // The page's rank overview reads each file in a worker (workers/ranks.ts): its summaries must be exactly
-// what `memscope ranks` computes (src/cli/ranks.ts summarizeFile), its curves ≤ 400 points and their max
+// what `peakscope ranks` computes (src/cli/ranks.ts summarizeFile), its curves ≤ 400 points and their max
 // the replayed peak; and the worker's health answer (workers/health.ts) carries the sidecar's numbers.
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +13,7 @@ import { healthAnswer, healthTimeline } from "../workers/health";
 import { RANK_CURVE_POINTS, summarizeRankFile } from "../workers/ranks";
 import { python } from "./helpers/python";
 
-const dir = mkdtempSync(join(tmpdir(), "memscope-ranks-page-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-ranks-page-"));
 const N = 5;
 const OUTLIER = 3;
 let truth: { outlier: number; outlierCategory: string; files: { file: string; peakBytes: number }[] };
@@ -26,7 +26,7 @@ beforeAll(() => {
 });
 
 describe("rank overview worker", () => {
-  it("summaries equal memscope ranks' (with and without the sidecar); curves ≤ 400 points", async () => {
+  it("summaries equal peakscope ranks' (with and without the sidecar); curves ≤ 400 points", async () => {
     const page = [];
     const cli = [];
     for (let r = 0; r < N; r++) {

@@ -1,6 +1,6 @@
-// `memscope ranks` and src/core/ranks on the generator's rank files (test/gen/generate.py ranks): each rank's
+// `peakscope ranks` and src/core/ranks on the generator's rank files (test/gen/generate.py ranks): each rank's
 // peak and categories as the simulation's truth says, the outlier and its category as ranks.truth.json says,
-// the JSON's keys, and a `memscope report --json` file giving the same row as its snapshot.
+// the JSON's keys, and a `peakscope report --json` file giving the same row as its snapshot.
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,7 +30,7 @@ interface RanksTruth {
   files: RankTruth[];
 }
 
-const root = mkdtempSync(join(tmpdir(), "memscope-ranks-"));
+const root = mkdtempSync(join(tmpdir(), "peakscope-ranks-"));
 const odd = join(root, "odd"); // 5 ranks, rank 2 the outlier
 const even = join(root, "even"); // 4 ranks, rank 0 the outlier (median of an even count)
 const none = join(root, "none"); // 3 ranks, no outlier
@@ -57,7 +57,7 @@ beforeAll(() => {
     truth[k] = JSON.parse(readFileSync(join(d, "ranks.truth.json"), "utf8"));
 });
 
-describe("memscope ranks on generated rank files", () => {
+describe("peakscope ranks on generated rank files", () => {
   for (const [name, dir] of [
     ["odd", odd],
     ["even", even],
@@ -130,7 +130,7 @@ describe("memscope ranks on generated rank files", () => {
     }
   });
 
-  it("a `memscope report --json` file gives the same row as its snapshot", async () => {
+  it("a `peakscope report --json` file gives the same row as its snapshot", async () => {
     const t = truth.odd;
     const jsonDir = join(root, "json");
     mkdirSync(jsonDir, { recursive: true });

@@ -21,7 +21,7 @@ import { parseCounters } from "../src/core/report/counters";
 import { python, REPO } from "./helpers/python";
 
 const GEN = join(REPO, "test/gen/generate.py");
-const dir = mkdtempSync(join(tmpdir(), "memscope-replay-gen-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-replay-gen-"));
 
 function inputsFor(model: SnapshotModel): ReplayInputs {
   const a = attribute(model);

@@ -1,4 +1,4 @@
-// `memscope report FILE --html OUT`: one self-contained HTML file. Its numbers are checked against the
+// `peakscope report FILE --html OUT`: one self-contained HTML file. Its numbers are checked against the
 // generator's ground truth (test/gen/generate.py known → OUT.truth.json), against `report --json` run
 // separately on every real file, and against Python's unpickler (segment totals); its CSP hash against
 // node:crypto; escaping against a Python-written snapshot whose strings are HTML.
@@ -12,7 +12,7 @@ import { main } from "../src/cli/main";
 import { base64, cspHash, esc, samplePoints, sha256 } from "../src/report-html/index";
 import { HAVE_REAL, python, REAL_DIR } from "./helpers/python";
 
-const dir = mkdtempSync(join(tmpdir(), "memscope-html-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-html-"));
 
 async function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];

@@ -1,4 +1,4 @@
-// `memscope report` with the replay section, end to end on the generator's known run: the peak, its
+// `peakscope report` with the replay section, end to end on the generator's known run: the peak, its
 // composition, the trace-replay check and `--at EVENT`, against the generator's own ground truth.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { main } from "../src/cli/main";
 import { python } from "./helpers/python";
 
-const dir = mkdtempSync(join(tmpdir(), "memscope-report-replay-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-report-replay-"));
 const mid = join(dir, "mid.pickle");
 const truncated = join(dir, "truncated.pickle");
 let truth: {

@@ -165,7 +165,7 @@ describe("buildReport", () => {
 
 // ---- CLI on planted files -------------------------------------------------------------------------------
 
-const dir = mkdtempSync(join(tmpdir(), "memscope-report-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-report-"));
 
 /** Writes a snapshot pickle with Python: one segment of `blocks`, optional wrong allocated_size. */
 function plant(
@@ -205,7 +205,7 @@ async function run(args: string[]) {
   return { code, out, err };
 }
 
-describe("memscope report CLI", () => {
+describe("peakscope report CLI", () => {
   const blocks = [
     { size: 8 * MiB, state: "active_allocated", frames: S.moduleCudaNative.frames },
     { size: 2 * MiB, state: "active_allocated", frames: S.windowsPythonOnlyForward.frames },

@@ -100,7 +100,7 @@ describe.skipIf(!wasmScannerAvailable())("WebAssembly trace scanner", () => {
   });
 
   describe("on generated variants", () => {
-    const dir = mkdtempSync(join(tmpdir(), "memscope-wasm-"));
+    const dir = mkdtempSync(join(tmpdir(), "peakscope-wasm-"));
     let files: string[] = [];
     beforeAll(() => {
       python(["test/gen/generate.py", "variants", join(dir, "variants")]);

@@ -100,7 +100,7 @@ describe.skipIf(!HAVE_REAL)("reading while the bytes arrive (streamByteSource)",
 describe.skipIf(!HAVE_REAL)("Engine.openUrl (#src=) against a local server", () => {
   let server: Server;
   let base = "";
-  const page = { origin: "http://memscope.test", protocol: "http:" };
+  const page = { origin: "http://peakscope.test", protocol: "http:" };
   beforeAll(async () => {
     const plain = readFileSync(resolve(REAL_DIR, FILE));
     const other = readFileSync(resolve(REAL_DIR, GZ));
@@ -173,7 +173,7 @@ describe.skipIf(!HAVE_REAL)("Engine.openUrl (#src=) against a local server", () 
     const gone = await e.openUrl("http://127.0.0.1:9/x.pickle", "x.pickle", page);
     expect(gone.ok).toBe(false);
     if (!gone.ok)
-      expect(gone.message).toContain("Access-Control-Allow-Origin (CORS) for http://memscope.test");
+      expect(gone.message).toContain("Access-Control-Allow-Origin (CORS) for http://peakscope.test");
   });
 
   it("Cancel stops the download", async () => {

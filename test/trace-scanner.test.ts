@@ -69,7 +69,7 @@ describe.skipIf(!HAVE_REAL)("trace scanner on real files", () => {
 });
 
 describe("trace scanner on generated files", () => {
-  const dir = mkdtempSync(join(tmpdir(), "memscope-scan-"));
+  const dir = mkdtempSync(join(tmpdir(), "peakscope-scan-"));
   let files: string[] = [];
   beforeAll(() => {
     python(["test/gen/generate.py", "variants", join(dir, "variants")]);

@@ -28,7 +28,7 @@ import { HAVE_REAL, python, REAL_DIR, REPO } from "./helpers/python";
 import { rng } from "./replay-sim";
 
 const GEN = join(REPO, "test/gen/generate.py");
-const dir = mkdtempSync(join(tmpdir(), "memscope-tree-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-tree-"));
 const MiB = 1 << 20;
 const INF = Number.POSITIVE_INFINITY;
 
@@ -867,7 +867,7 @@ describe.skipIf(!HAVE_REAL)("the real snapshots", () => {
   });
 });
 
-describe("memscope tree (CLI)", () => {
+describe("peakscope tree (CLI)", () => {
   const capture = () => {
     const io = {
       out: "",

@@ -14,7 +14,7 @@ import { cancelWarmUp, WARM_UP_VARIANTS, warmUp, warmUpSlice, warmUpSnapshot } f
 import { fingerprint } from "./helpers/model";
 import { python } from "./helpers/python";
 
-const dir = mkdtempSync(join(tmpdir(), "memscope-warm-up-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-warm-up-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe.each(WARM_UP_VARIANTS)("warm-up snapshot, %s", (variant) => {

@@ -1,7 +1,7 @@
 // The page's what-if (workers/whatif.ts) on the worker's own replay must give the figures
-// `memscope whatif FILE --suggest --json` gives (src/cli/whatif.ts on core whatIfContext), its curve
+// `peakscope whatif FILE --suggest --json` gives (src/cli/whatif.ts on core whatIfContext), its curve
 // buckets must reach the new peak, and a stale request must answer without computing. The page's
-// "Save report" (workers/save-report.ts) is the same kind of file as `memscope report FILE --html`.
+// "Save report" (workers/save-report.ts) is the same kind of file as `peakscope report FILE --html`.
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";

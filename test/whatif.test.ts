@@ -1,4 +1,4 @@
-// What-if engine (src/core/whatif) and `memscope whatif`. Expected values never come from the code under
+// What-if engine (src/core/whatif) and `peakscope whatif`. Expected values never come from the code under
 // test: on the generated known runs, from the simulation's own per-record bookkeeping (memgen/knownrun.py
 // `series`: allocated and bytes per category and per kind after every recorded trace record, read through
 // Python); on planted traces, from hand computation; on the real files, from a naive event-by-event
@@ -35,7 +35,7 @@ import {
 import { HAVE_REAL, python, REAL_DIR, REPO } from "./helpers/python";
 
 const GEN = join(REPO, "test/gen/generate.py");
-const dir = mkdtempSync(join(tmpdir(), "memscope-whatif-"));
+const dir = mkdtempSync(join(tmpdir(), "peakscope-whatif-"));
 const KiB = 1024;
 const MiB = 1024 * KiB;
 const CATEGORIES = [
@@ -738,7 +738,7 @@ describe("device capacity and OOM", () => {
   });
 });
 
-describe("memscope whatif (CLI)", () => {
+describe("peakscope whatif (CLI)", () => {
   const run = async (args: string[]) => {
     let out = "";
     let err = "";
@@ -848,7 +848,7 @@ describe("memscope whatif (CLI)", () => {
     ]) {
       const r = await run(args);
       expect(r.code, args.join(" ")).toBe(1);
-      expect(r.err).toContain("usage: memscope whatif");
+      expect(r.err).toContain("usage: peakscope whatif");
     }
     const bad = await run([file, "--remove", "category:weights"]);
     expect(bad.code).toBe(1);

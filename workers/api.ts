@@ -160,7 +160,7 @@ export interface PanelAnswer {
   rules: RuleText[];
   /** What was inferred on this device, unknown by reason, workspace; null without an attribution. */
   inference: DeviceInference | null;
-  /** The core `buildReport` JSON, exactly as `memscope report --json` prints it (whole file). */
+  /** The core `buildReport` JSON, exactly as `peakscope report --json` prints it (whole file). */
   report: ReportJson | null;
   /** The core `replayReport` (peak, its composition, the snapshot-vs-peak gap; whole file). */
   replayReport: ReplayReport | null;
@@ -409,7 +409,7 @@ export interface FullStackQuery {
   event: IndexIntoTrace | null;
 }
 
-export interface MemscopeApi {
+export interface PeakscopeApi {
   /** Reads a snapshot in slices inside the worker; replaces the open one. Progress via comlink.proxy. */
   open(file: Blob, name: string, onProgress?: (p: ProgressInfo) => void): Promise<OpenResult>;
   /**
@@ -450,7 +450,7 @@ export interface MemscopeApi {
   whatIfCurve(q: WhatIfCurveQuery): Promise<WhatIfCurveAnswer>;
   /** The CLI options for "what if this selection were gone / halved / freed early / recomputed". */
   whatIfSpecs(q: WhatIfSpecsQuery): Promise<WhatIfSpecsAnswer>;
-  /** The HTML report (`memscope report FILE --html`) of the open file, as one string (workers/save-report.ts). */
+  /** The HTML report (`peakscope report FILE --html`) of the open file, as one string (workers/save-report.ts). */
   reportHtml(): Promise<ReportHtmlAnswer>;
   /** The call tree of the live allocated memory at a moment, pruned (workers/tree.ts). */
   tree(q: TreeQuery): Promise<TreeAnswer>;
@@ -470,7 +470,7 @@ export interface MemscopeApi {
 export interface CompareAnswer {
   /**
    * `buildReport(A, { other: B, counters: A's sidecar, otherCounters: B's sidecar }).compare`: exactly the
-   * `compare` section of `memscope report A --compare B --json` (other − base = B − A).
+   * `compare` section of `peakscope report A --compare B --json` (other − base = B − A).
    */
   compare: CompareJson;
   baseFile: string;
@@ -479,12 +479,12 @@ export interface CompareAnswer {
 
 /**
  * The worker's root interface: two engines (side 0 = A, the base; side 1 = B, the other), each behind its
- * own MemscopeApi proxy, and the comparison between them. The page ends the whole worker (a fresh one
+ * own PeakscopeApi proxy, and the comparison between them. The page ends the whole worker (a fresh one
  * serves the next file) whenever it opens a file on its own, so a replaced model never lingers.
  */
 export interface WorkerApi {
   /** The API of one side; a comlink proxy (answers are still transferred). */
-  side(index: 0 | 1): MemscopeApi & ProxyMarked;
+  side(index: 0 | 1): PeakscopeApi & ProxyMarked;
   /** `base` is the side compared against (A); the other is B. Both must be open. */
   compare(base: 0 | 1): Promise<CompareAnswer>;
   /**
@@ -493,7 +493,7 @@ export interface WorkerApi {
    */
   warmUp(rounds: number): Promise<void>;
   /**
-   * The rank overview (workers/ranks.ts): reads one snapshot, summarises it as `memscope ranks` does, keeps
+   * The rank overview (workers/ranks.ts): reads one snapshot, summarises it as `peakscope ranks` does, keeps
    * a ≤ 400-point curve and drops the model. Used in workers of its own, never beside an open side.
    */
   rankSummary(

@@ -1,4 +1,4 @@
-// The comparison of the two open files, built exactly as `memscope report A --compare B --json` builds its
+// The comparison of the two open files, built exactly as `peakscope report A --compare B --json` builds its
 // `compare` section: core buildReport(A, { other: B, counters, otherCounters }), reusing each side's
 // attribution. Both models live in this worker (one Engine per side), so nothing large crosses threads.
 

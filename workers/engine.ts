@@ -329,7 +329,7 @@ export class Engine {
       errors.push(`The peak could not be computed: ${message(e)}`);
     }
     try {
-      // The same object as `memscope report --json`, its replay section from the replays prepared here.
+      // The same object as `peakscope report --json`, its replay section from the replays prepared here.
       this.report ??= buildPanelReport(model, this.attribution, this.counters, replayReport ?? undefined);
     } catch (e) {
       errors.push(`The report could not be built: ${message(e)}`);

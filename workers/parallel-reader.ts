@@ -175,7 +175,7 @@ function scriptPolicy(): { createScriptURL(url: string): unknown } | null {
   if (policy === undefined) {
     const tt = (globalThis as { trustedTypes?: TrustedTypesLike }).trustedTypes;
     policy = tt
-      ? tt.createPolicy("memscope-worker", {
+      ? tt.createPolicy("peakscope-worker", {
           createScriptURL: (u) => {
             if (!readerUrls.has(u)) throw new Error(`refusing to start a worker from ${u}`);
             return u;

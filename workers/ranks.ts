@@ -1,4 +1,4 @@
-// One rank of a rank overview: read a snapshot, summarise it exactly as `memscope ranks` does (core
+// One rank of a rank overview: read a snapshot, summarise it exactly as `peakscope ranks` does (core
 // buildReport → summaryFromReport, with the counters sidecar when one was dropped with it), keep a compact
 // curve of allocated (and reserved) over the trace, and let the model go. The page asks for one file at a
 // time per worker, so memory stays bounded by the file being read, whatever the number of ranks.
@@ -114,7 +114,7 @@ function chosenReplay(replays: Map<number, Replay>, counters: CountersSidecar | 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /**
- * Reads one rank's snapshot and summarises it (what `memscope ranks FILE` computes for it), then drops
+ * Reads one rank's snapshot and summarises it (what `peakscope ranks FILE` computes for it), then drops
  * the model. `counters`: the text of its `.counters.json`, when one was dropped with it.
  */
 export async function summarizeRankFile(

@@ -1,4 +1,4 @@
-// The side panel's report, built exactly as the CLI builds `memscope report FILE [--counters F] --json`
+// The side panel's report, built exactly as the CLI builds `peakscope report FILE [--counters F] --json`
 // (buildReport, replay section included), reusing the worker's already prepared replays.
 
 import type { Attribution } from "../src/core/attribution/index";

@@ -1,4 +1,4 @@
-// "Save report" (issue 14): the same self-contained HTML file as `memscope report FILE --html OUT.html`,
+// "Save report" (issue 14): the same self-contained HTML file as `peakscope report FILE --html OUT.html`,
 // built in the worker from the open model (src/report-html: renderReportHtml + buildReportPictures, pure)
 // with the counters sidecar in use and the replays the worker already prepared. The page gets the string
 // and downloads it; nothing is sent anywhere.

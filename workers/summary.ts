@@ -1,4 +1,4 @@
-// The summary of an open model for the page: the core summary (the same numbers `memscope inspect`
+// The summary of an open model for the page: the core summary (the same numbers `peakscope inspect`
 // prints) plus what the page shows beside it (layout, totals over devices, timing, analysis errors).
 
 import { summarize as coreSummarize } from "../src/core/model/summary";

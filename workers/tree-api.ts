@@ -1,8 +1,8 @@
 // The call tree's part of the worker's API (workers/tree.ts), with its typed arrays transferred: spread
-// into each side's MemscopeApi by memscope.worker.ts, plus the root's B − A.
+// into each side's PeakscopeApi by peakscope.worker.ts, plus the root's B − A.
 
 import * as Comlink from "comlink";
-import type { MemscopeApi, WorkerApi } from "./api";
+import type { PeakscopeApi, WorkerApi } from "./api";
 import type { Engine } from "./engine";
 import {
   compileRegions,
@@ -15,7 +15,7 @@ import {
 } from "./tree";
 
 type TreeApi = Pick<
-  MemscopeApi,
+  PeakscopeApi,
   "tree" | "treeExport" | "treeSearchTimeline" | "treeSearchBands" | "treeSearchRefs" | "compileRegions"
 >;
 

@@ -37,7 +37,7 @@ import { axisX, forEachBucket } from "./timeline";
 
 export type { Capacity, OomNeed, TransformSummary };
 
-/** One ranked suggestion, as `memscope whatif FILE --suggest --json` lists it (the core's, less its
+/** One ranked suggestion, as `peakscope whatif FILE --suggest --json` lists it (the core's, less its
  * transforms: `specs` says them as CLI options, what the page sends back and what a link holds). */
 export type WhatIfSuggestionRow = Omit<Suggestion, "transforms">;
 

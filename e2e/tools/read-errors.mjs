@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // For the e2e tests: reads each file given with the CLI's own reader (src/cli/read-file.ts, what
-// `memscope inspect` uses) in one process, and prints {path: the reader's error message, or null} as JSON.
+// `peakscope inspect` uses) in one process, and prints {path: the reader's error message, or null} as JSON.
 import { register } from "tsx/esm/api";
 
 register();

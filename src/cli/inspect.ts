@@ -1,4 +1,4 @@
-// `memscope inspect FILE [--json]`: what the reader found, as counts and segment-field totals.
+// `peakscope inspect FILE [--json]`: what the reader found, as counts and segment-field totals.
 
 import { summarize } from "../core/model/summary";
 import { formatMiB } from "../core/report/format";
@@ -9,7 +9,7 @@ export async function inspectCommand(args: string[], io: CliIo): Promise<number>
   const json = args.includes("--json");
   const files = args.filter((a) => !a.startsWith("--"));
   if (files.length !== 1) {
-    io.stderr("usage: memscope inspect FILE [--json]\n");
+    io.stderr("usage: peakscope inspect FILE [--json]\n");
     return 1;
   }
   const model = await readSnapshotFile(files[0]);

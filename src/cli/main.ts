@@ -1,4 +1,4 @@
-// The memscope CLI: `inspect` (what the reader sees), `report` (attribution, checks, compare, --html),
+// The peakscope CLI: `inspect` (what the reader sees), `report` (attribution, checks, compare, --html),
 // `view` (the page on localhost, opened at the file), `tree` (the call tree), `whatif` (peaks under
 // changes, suggestions) and `ranks` (many rank files).
 
@@ -9,13 +9,13 @@ import type { CliIo } from "./io";
 export type { CliIo } from "./io";
 
 export const USAGE = `usage:
-  memscope inspect FILE [--json]
-  memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]
-  memscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]
-  memscope ranks FILE... [--json] [--jobs N]
-  memscope whatif FILE [--counters SIDECAR] [--device N] [--remove SPEC]... [--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--capacity SIZE] [--json]
-  memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up] [--folded] [--json] [--csv] [--group NAME=REGEX]... [--search TEXT|/RE/] [--range A..B [--measure live-at-end|allocated-in|freed-in]]
-  memscope help
+  peakscope inspect FILE [--json]
+  peakscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]
+  peakscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]
+  peakscope ranks FILE... [--json] [--jobs N]
+  peakscope whatif FILE [--counters SIDECAR] [--device N] [--remove SPEC]... [--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--capacity SIZE] [--json]
+  peakscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up] [--folded] [--json] [--csv] [--group NAME=REGEX]... [--search TEXT|/RE/] [--range A..B [--measure live-at-end|allocated-in|freed-in]]
+  peakscope help
 
   inspect  what the reader found: counts, actions, totals per device
   report   categories, call sites, checks, the peak and what it held; --compare: what changed; --at: the state
@@ -31,7 +31,7 @@ export const USAGE = `usage:
 Sizes are MiB with two decimals (1 MiB = 1,048,576 B), exact bytes beside them where numbers are compared.
 report exit codes: 0 all checks passed or skipped, 2 a check failed, 1 unreadable input or bad usage;
 ranks: 2 when some rank is an outlier.
-Capture snapshots with python/memscope_hook.py (README, "Capture").
+Capture snapshots with python/peakscope_hook.py (README, "Capture").
 `;
 
 const HELP = new Set(["help", "--help", "-h"]);
@@ -50,8 +50,8 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       return 0;
     }
     if (command !== undefined && COMMANDS.has(command) && args.some((a) => HELP.has(a))) {
-      const lines = USAGE.split("\n").filter((l) => l.startsWith(`  memscope ${command} `));
-      io.stdout(`usage:\n${lines.join("\n")}\n\n(memscope help: every command)\n`);
+      const lines = USAGE.split("\n").filter((l) => l.startsWith(`  peakscope ${command} `));
+      io.stdout(`usage:\n${lines.join("\n")}\n\n(peakscope help: every command)\n`);
       return 0;
     }
     if (command === "inspect") return await inspectCommand(args, io);
@@ -75,11 +75,11 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       const { runRanks } = await import("./ranks");
       return await runRanks(args, io);
     }
-    io.stderr(command === undefined ? USAGE : `memscope: unknown command ${command}\n${USAGE}`);
+    io.stderr(command === undefined ? USAGE : `peakscope: unknown command ${command}\n${USAGE}`);
     return 1;
   } catch (e) {
     if (e instanceof SnapshotReadError) {
-      io.stderr(`memscope: ${e.message}\n`);
+      io.stderr(`peakscope: ${e.message}\n`);
       return 1;
     }
     throw e;

@@ -1,4 +1,4 @@
-// Worker thread of `memscope ranks`: registers tsx (as bin/memscope.mjs does) so it can load the TypeScript
+// Worker thread of `peakscope ranks`: registers tsx (as bin/peakscope.mjs does) so it can load the TypeScript
 // sources, then summarizes the files it is sent, one at a time: {id, file} in, {id, summary} or {id, error} out.
 import { parentPort } from "node:worker_threads";
 import { register } from "tsx/esm/api";

@@ -1,6 +1,6 @@
-// `memscope ranks FILE... [--json] [--jobs N]`: one row per rank (peak, totals, categories, checks) and the
+// `peakscope ranks FILE... [--json] [--jobs N]`: one row per rank (peak, totals, categories, checks) and the
 // ranks whose peak stands out. Files are read in parallel, one worker thread per core (ranks-worker.mjs);
-// a FILE ending in .json that is a `memscope report --json` object is used as it is.
+// a FILE ending in .json that is a `peakscope report --json` object is used as it is.
 // Exit 0: no outlier; 2: some rank is an outlier; 1: bad usage or an unreadable file.
 
 import { existsSync } from "node:fs";
@@ -32,7 +32,7 @@ export interface FileError {
   error: string;
 }
 
-const USAGE = "usage: memscope ranks FILE... [--json] [--jobs N]\n";
+const USAGE = "usage: peakscope ranks FILE... [--json] [--jobs N]\n";
 
 class UsageError extends Error {}
 
@@ -164,7 +164,7 @@ const fileErrorText = (e: FileError) => (e.error.includes(e.file) ? e.error : `$
 function renderText(o: RanksJson, errors: FileError[]): string {
   const fmt = (n: number | null) => (n === null ? "—" : formatBytes(n));
   const lines = [
-    `memscope ranks: ${o.ranks.length} rank(s), median peak ${fmt(o.medianPeakBytes)}`,
+    `peakscope ranks: ${o.ranks.length} rank(s), median peak ${fmt(o.medianPeakBytes)}`,
     `  ${"rank".padStart(5)}  ${"peak".padStart(12)}  ${"allocated".padStart(12)}  ${"reserved".padStart(12)}  ${"cached".padStart(12)}  checks  file`,
     ...o.ranks.map(
       (r) =>
@@ -184,13 +184,13 @@ function renderText(o: RanksJson, errors: FileError[]): string {
   return `${lines.join("\n")}\n`;
 }
 
-/** `args` are the words after `memscope ranks`. */
+/** `args` are the words after `peakscope ranks`. */
 export async function runRanks(args: string[], io: RanksIo, deps: RanksDeps = {}): Promise<number> {
   let a: Args;
   try {
     a = parseArgs(args);
   } catch (e) {
-    io.stderr(`memscope ranks: ${message(e)}\n${USAGE}`);
+    io.stderr(`peakscope ranks: ${message(e)}\n${USAGE}`);
     return 1;
   }
   const jobs = a.jobs ?? availableParallelism();
@@ -200,7 +200,7 @@ export async function runRanks(args: string[], io: RanksIo, deps: RanksDeps = {}
   const overview = rankOverview(summaries);
   if (a.json) io.stdout(`${JSON.stringify(errors.length > 0 ? { ...overview, errors } : overview)}\n`);
   else io.stdout(renderText(overview, errors));
-  for (const e of errors) io.stderr(`memscope ranks: ${fileErrorText(e)}\n`);
+  for (const e of errors) io.stderr(`peakscope ranks: ${fileErrorText(e)}\n`);
   if (errors.length > 0) return 1;
   return overview.outliers.length > 0 ? 2 : 0;
 }

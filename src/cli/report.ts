@@ -1,4 +1,4 @@
-// `memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--json]
+// `peakscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--json]
 //                       [--html OUT.html]`
 // Exit 0: every check passed or was skipped; 2: a check failed; 1: unreadable input or bad usage.
 // --html also writes one self-contained HTML file (src/report-html) from the same report object.
@@ -24,7 +24,7 @@ export type ReportIo = CliIo;
 export type ReportDeps = SnapshotDeps;
 
 const USAGE =
-  "usage: memscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]\n";
+  "usage: peakscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]\n";
 
 interface Args {
   file: string;
@@ -41,7 +41,7 @@ interface Args {
 
 class UsageError extends Error {}
 
-/** `args` are the words after `memscope report`. */
+/** `args` are the words after `peakscope report`. */
 function parseArgs(args: string[]): Args {
   const out: Args = {
     file: "",
@@ -107,7 +107,7 @@ export async function reportCommand(
   try {
     args = parseArgs(argv);
   } catch (e) {
-    io.stderr(`memscope report: ${(e as Error).message}\n${USAGE}`);
+    io.stderr(`peakscope report: ${(e as Error).message}\n${USAGE}`);
     return 1;
   }
   let model: SnapshotModel;
@@ -123,10 +123,10 @@ export async function reportCommand(
     }
   } catch (e) {
     if (e instanceof SnapshotReadError || e instanceof CountersParseError) {
-      io.stderr(`memscope: ${e.message}\n`);
+      io.stderr(`peakscope: ${e.message}\n`);
       return 1;
     }
-    io.stderr(`memscope: could not read the input: ${(e as Error).message ?? String(e)}\n`);
+    io.stderr(`peakscope: could not read the input: ${(e as Error).message ?? String(e)}\n`);
     return 1;
   }
   if (args.at !== null) return stateAtCommand(model, args, io);
@@ -140,16 +140,16 @@ export async function reportCommand(
     report = buildReport(model, { counters, other, otherCounters, attribution, replay });
     const html = renderReportHtml(report, buildReportPictures(model, attribution, replays), {
       generatedAt: new Date().toISOString(),
-      version: memscopeVersion(),
+      version: peakscopeVersion(),
     });
     try {
       await writeFile(args.html, html, "utf8");
     } catch (e) {
-      io.stderr(`memscope report: could not write ${args.html}: ${(e as Error).message}\n`);
+      io.stderr(`peakscope report: could not write ${args.html}: ${(e as Error).message}\n`);
       return 1;
     }
     const size = Buffer.byteLength(html, "utf8");
-    io.stderr(`memscope report: wrote ${args.html} (${formatMiB(size)}, ${formatBytes(size)})\n`);
+    io.stderr(`peakscope report: wrote ${args.html} (${formatMiB(size)}, ${formatBytes(size)})\n`);
   } else report = buildReport(model, { counters, other, otherCounters });
   io.stdout(args.json ? `${JSON.stringify(report)}\n` : renderReportText(report));
   const failed = [...report.checks, ...(report.compare?.otherChecks ?? [])].some((c) => c.status === "fail");
@@ -162,14 +162,14 @@ function stateAtCommand(model: SnapshotModel, args: Args, io: ReportIo): number 
   const trace = device >= 0 ? model.traces[device] : undefined;
   if (!trace || trace.length === 0) {
     io.stderr(
-      `memscope report: ${args.file} has no trace${args.device === null ? "" : ` on device ${device}`}: --at needs device_traces.\n`,
+      `peakscope report: ${args.file} has no trace${args.device === null ? "" : ` on device ${device}`}: --at needs device_traces.\n`,
     );
     return 1;
   }
   const at = args.at as number;
   if (at >= trace.length) {
     io.stderr(
-      `memscope report: --at ${at} is past the end of device ${device}'s trace (events 0–${trace.length - 1}).\n`,
+      `peakscope report: --at ${at} is past the end of device ${device}'s trace (events 0–${trace.length - 1}).\n`,
     );
     return 1;
   }
@@ -179,7 +179,7 @@ function stateAtCommand(model: SnapshotModel, args: Args, io: ReportIo): number 
     return 0;
   }
   const lines = [
-    `memscope report: ${args.file}, device ${device}, after event ${at} (${model.actionNames[trace.action[at]]})`,
+    `peakscope report: ${args.file}, device ${device}, after event ${at} (${model.actionNames[trace.action[at]]})`,
     `  allocated ${formatMiB(state.allocatedBytes)}, active ${formatMiB(state.activeBytes)}, reserved ${formatMiB(state.reservedBytes)} (rounded block bytes)`,
     ...Object.entries(state.categories).map(
       ([name, n]) => `  ${name.padEnd(16)}${formatMiB(n).padStart(14)}  ${formatBytes(n)}`,
@@ -190,8 +190,8 @@ function stateAtCommand(model: SnapshotModel, args: Args, io: ReportIo): number 
   return 0;
 }
 
-/** memscope's version, from package.json ("" when it cannot be read). */
-function memscopeVersion(): string {
+/** peakscope's version, from package.json ("" when it cannot be read). */
+function peakscopeVersion(): string {
   try {
     const pkg = JSON.parse(readFileSync(resolve(import.meta.dirname, "../../package.json"), "utf8"));
     return typeof pkg.version === "string" ? pkg.version : "";

@@ -1,4 +1,4 @@
-// The local server behind `memscope view`: the built site (dist/) and the snapshot files named on the
+// The local server behind `peakscope view`: the built site (dist/) and the snapshot files named on the
 // command line, nothing else, on 127.0.0.1 only. The files are served in place (never copied) under an
 // unguessable path, and only to requests addressed to this server by its own host name (127.0.0.1 or
 // localhost with this port), so a web page that rebinds a DNS name to 127.0.0.1 cannot read them.
@@ -115,15 +115,15 @@ async function sendFile(
 export async function startViewServer(opts: ViewServerOptions): Promise<ViewServer> {
   const token = randomBytes(12).toString("hex");
   const siteDir = normalize(opts.siteDir);
-  const prefix = `/_memscope/${token}/`;
+  const prefix = `/_peakscope/${token}/`;
   const filePaths = opts.files.map(
-    (f, i) => `_memscope/${token}/${i}/${encodeURIComponent(basename(f.path))}`,
+    (f, i) => `_peakscope/${token}/${i}/${encodeURIComponent(basename(f.path))}`,
   );
   let allowedHosts = new Set<string>();
 
   const server = createServer(async (req, res) => {
     if (!allowedHosts.has((req.headers.host ?? "").toLowerCase())) {
-      send(res, 403, "memscope view answers only to http://127.0.0.1 and http://localhost on its own port.");
+      send(res, 403, "peakscope view answers only to http://127.0.0.1 and http://localhost on its own port.");
       return;
     }
     if (req.method !== "GET" && req.method !== "HEAD") {

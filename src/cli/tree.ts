@@ -1,4 +1,4 @@
-// `memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up]
+// `peakscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up]
 //  [--folded | --json | --csv] [--group NAME=REGEX]... [--search TEXT] [--own-code-only] [--hide-library]
 //  [--depth N] [--top N] [--range A..B [--measure live-at-end|allocated-in|freed-in]]`
 // The call tree of the live allocated memory at one moment, or of a measure over events A..B (both
@@ -23,7 +23,7 @@ export type TreeIo = CliIo;
 export type TreeDeps = SnapshotDeps;
 
 const USAGE =
-  "usage: memscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up]\n" +
+  "usage: peakscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up]\n" +
   "                          [--folded | --json | --csv] [--group NAME=REGEX]... [--search TEXT]\n" +
   "                          [--own-code-only] [--hide-library] [--depth N] [--top N]\n" +
   "                          [--range A..B [--measure live-at-end|allocated-in|freed-in]]\n";
@@ -72,7 +72,7 @@ function wholeNumber(flag: string, value: string, min: number): number {
   return n;
 }
 
-/** `args` are the words after `memscope tree`. */
+/** `args` are the words after `peakscope tree`. */
 function parseArgs(args: string[]): Args {
   const out: Args = {
     file: "",
@@ -188,7 +188,7 @@ export async function runTree(
   try {
     args = parseArgs(argv);
   } catch (e) {
-    io.stderr(`memscope tree: ${(e as Error).message}\n${USAGE}`);
+    io.stderr(`peakscope tree: ${(e as Error).message}\n${USAGE}`);
     return 1;
   }
   let model: SnapshotModel;
@@ -196,10 +196,10 @@ export async function runTree(
     model = await deps.readSnapshot(args.file);
   } catch (e) {
     if (e instanceof SnapshotReadError) {
-      io.stderr(`memscope: ${e.message}\n`);
+      io.stderr(`peakscope: ${e.message}\n`);
       return 1;
     }
-    io.stderr(`memscope: could not read the input: ${(e as Error).message ?? String(e)}\n`);
+    io.stderr(`peakscope: could not read the input: ${(e as Error).message ?? String(e)}\n`);
     return 1;
   }
 
@@ -211,7 +211,7 @@ export async function runTree(
       let found = false;
       for (let s = 0; s < model.segments.length && !found; s++) found = model.segments.device[s] === device;
       if (!found) {
-        io.stderr(`memscope tree: ${args.file} has no segments on device ${device}.\n`);
+        io.stderr(`peakscope tree: ${args.file} has no segments on device ${device}.\n`);
         return 1;
       }
     }
@@ -220,19 +220,19 @@ export async function runTree(
     const trace = d >= 0 ? model.traces[d] : undefined;
     if (!trace || trace.length === 0) {
       io.stderr(
-        `memscope tree: ${args.file} has no trace${device === null ? "" : ` on device ${device}`}: ${args.range ? "--range" : `--at ${args.at}`} needs device_traces.\n`,
+        `peakscope tree: ${args.file} has no trace${device === null ? "" : ` on device ${device}`}: ${args.range ? "--range" : `--at ${args.at}`} needs device_traces.\n`,
       );
       return 1;
     }
     if (args.range && args.range.to >= trace.length) {
       io.stderr(
-        `memscope tree: --range ${args.range.from}..${args.range.to} is past the end of device ${d}'s trace (events 0–${trace.length - 1}).\n`,
+        `peakscope tree: --range ${args.range.from}..${args.range.to} is past the end of device ${d}'s trace (events 0–${trace.length - 1}).\n`,
       );
       return 1;
     }
     if (typeof args.at === "number" && args.at >= trace.length) {
       io.stderr(
-        `memscope tree: --at ${args.at} is past the end of device ${d}'s trace (events 0–${trace.length - 1}, or -1 for its start).\n`,
+        `peakscope tree: --at ${args.at} is past the end of device ${d}'s trace (events 0–${trace.length - 1}, or -1 for its start).\n`,
       );
       return 1;
     }
@@ -248,7 +248,7 @@ export async function runTree(
       categoryCount: Math.max(1, attribution.categoryNames.length),
     });
     if (args.at === "peak" && replay.peakEvent === null) {
-      io.stderr(`memscope tree: device ${d}'s trace has no allocation events: no peak.\n`);
+      io.stderr(`peakscope tree: device ${d}'s trace has no allocation events: no peak.\n`);
       return 1;
     }
   }
@@ -268,7 +268,7 @@ export async function runTree(
     tree = buildCallTree(model, attribution, replay, args.at, opts);
   } catch (e) {
     if (e instanceof SyntaxError || e instanceof RangeError) {
-      io.stderr(`memscope tree: ${e.message}\n`);
+      io.stderr(`peakscope tree: ${e.message}\n`);
       return 1;
     }
     throw e;
@@ -288,7 +288,7 @@ export async function runTree(
   }
   const where = tree.device === null ? "all devices" : `device ${tree.device}`;
   const header = [
-    `memscope tree: ${args.file}, ${where}, ${momentText(args, tree.event)}; ${args.bottomUp ? "bottom-up" : "top-down"} by ${args.by}`,
+    `peakscope tree: ${args.file}, ${where}, ${momentText(args, tree.event)}; ${args.bottomUp ? "bottom-up" : "top-down"} by ${args.by}`,
     `  ${formatBytes(tree.totalBytes)} allocated (${exactBytesShort(tree.totalBytes)}, rounded block bytes) in ${tree.totalBlocks} blocks; * = your code`,
   ];
   if (tree.hiddenBytes > 0) {

@@ -1,4 +1,4 @@
-// `memscope view FILE [FILE2] [--port N] [--no-open] [--build]`: serves the built site and the file(s) on
+// `peakscope view FILE [FILE2] [--port N] [--no-open] [--build]`: serves the built site and the file(s) on
 // 127.0.0.1, opens the browser at the page with `#src=` (and `&src2=` to compare) pointing at them, and
 // prints the URL. The files are read in place, never copied. Builds the site with vite when dist/ is
 // missing (a fresh `npm ci`). Runs until Ctrl-C (or the abort signal).
@@ -12,7 +12,8 @@ import type { CliIo } from "./main";
 import { withFileSource } from "./read-file";
 import { startViewServer, type ViewServer } from "./server";
 
-export const VIEW_USAGE = "usage: memscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]\n";
+export const VIEW_USAGE =
+  "usage: peakscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]\n";
 
 /** The project root (this file is src/cli/view.ts). */
 export const PROJECT_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -94,17 +95,17 @@ function buildSite(io: CliIo): boolean {
     viteBin = resolve(req.resolve("vite/package.json"), "../bin/vite.js");
   } catch {
     io.stderr(
-      "memscope view: the site is not built (no dist/) and vite is not installed: run `npm ci && npm run build` in the memscope folder.\n",
+      "peakscope view: the site is not built (no dist/) and vite is not installed: run `npm ci && npm run build` in the peakscope folder.\n",
     );
     return false;
   }
-  io.stderr("memscope view: building the site (vite build)…\n");
+  io.stderr("peakscope view: building the site (vite build)…\n");
   const r = spawnSync(process.execPath, [viteBin, "build", "--logLevel", "warn"], {
     cwd: PROJECT_ROOT,
     stdio: ["ignore", "ignore", "inherit"],
   });
   if (r.status !== 0) {
-    io.stderr(`memscope view: vite build failed (exit ${r.status ?? r.signal}).\n`);
+    io.stderr(`peakscope view: vite build failed (exit ${r.status ?? r.signal}).\n`);
     return false;
   }
   return true;
@@ -115,7 +116,7 @@ function ensureSite(args: ViewArgs, deps: ViewDeps, io: CliIo): string | null {
   const given = deps.siteDir ?? args.site;
   if (given) {
     if (existsSync(resolve(given, "index.html"))) return resolve(given);
-    io.stderr(`memscope view: ${given} has no index.html (not a built site).\n`);
+    io.stderr(`peakscope view: ${given} has no index.html (not a built site).\n`);
     return null;
   }
   const dist = resolve(PROJECT_ROOT, "dist");
@@ -123,7 +124,7 @@ function ensureSite(args: ViewArgs, deps: ViewDeps, io: CliIo): string | null {
   if (args.build || !existsSync(index)) {
     if (!buildSite(io)) return null;
     if (!existsSync(index)) {
-      io.stderr("memscope view: vite build wrote no dist/index.html.\n");
+      io.stderr("peakscope view: vite build wrote no dist/index.html.\n");
       return null;
     }
     return dist;
@@ -138,7 +139,7 @@ function ensureSite(args: ViewArgs, deps: ViewDeps, io: CliIo): string | null {
   );
   if (sources > built) {
     io.stderr(
-      "memscope view: note: dist/ is older than the sources; `memscope view --build …` (or `npm run build`) rebuilds it.\n",
+      "peakscope view: note: dist/ is older than the sources; `peakscope view --build …` (or `npm run build`) rebuilds it.\n",
     );
   }
   return dist;
@@ -157,11 +158,11 @@ export function openInBrowser(url: string, io: CliIo): void {
   try {
     const child = spawn(cmd, args, { stdio: "ignore", detached: true });
     child.on("error", () =>
-      io.stderr(`memscope view: could not start ${cmd}; open the URL above yourself.\n`),
+      io.stderr(`peakscope view: could not start ${cmd}; open the URL above yourself.\n`),
     );
     child.unref();
   } catch {
-    io.stderr(`memscope view: could not start ${cmd}; open the URL above yourself.\n`);
+    io.stderr(`peakscope view: could not start ${cmd}; open the URL above yourself.\n`);
   }
 }
 
@@ -170,7 +171,7 @@ export async function viewCommand(argv: string[], io: CliIo, deps: ViewDeps = {}
   try {
     args = parseArgs(argv);
   } catch (e) {
-    io.stderr(`memscope view: ${(e as Error).message}\n${VIEW_USAGE}`);
+    io.stderr(`peakscope view: ${(e as Error).message}\n${VIEW_USAGE}`);
     return 1;
   }
   // Each file must be readable now (the page would only say "HTTP 404/403" later).
@@ -179,7 +180,7 @@ export async function viewCommand(argv: string[], io: CliIo, deps: ViewDeps = {}
     await withFileSource(f, async () => undefined);
     if (!statSync(f).isFile()) {
       io.stderr(
-        `memscope view: ${args.files[i]} is ${statSync(f).isDirectory() ? "a directory; give the snapshot file inside it" : "not a regular file"}.\n`,
+        `peakscope view: ${args.files[i]} is ${statSync(f).isDirectory() ? "a directory; give the snapshot file inside it" : "not a regular file"}.\n`,
       );
       return 1;
     }
@@ -195,12 +196,12 @@ export async function viewCommand(argv: string[], io: CliIo, deps: ViewDeps = {}
     const code = (e as NodeJS.ErrnoException).code;
     io.stderr(
       code === "EADDRINUSE"
-        ? `memscope view: port ${args.port} is in use: pick another with --port N, or leave --port out for any free port.\n`
-        : `memscope view: could not listen on 127.0.0.1:${args.port}: ${(e as Error).message}\n`,
+        ? `peakscope view: port ${args.port} is in use: pick another with --port N, or leave --port out for any free port.\n`
+        : `peakscope view: could not listen on 127.0.0.1:${args.port}: ${(e as Error).message}\n`,
     );
     return 1;
   }
-  io.stdout(`memscope view: ${view.pageUrl}\n`);
+  io.stdout(`peakscope view: ${view.pageUrl}\n`);
   io.stdout(
     `  serving ${args.files.join(" and ")} in place, and the site from ${siteDir}, on 127.0.0.1 only; Ctrl-C stops.\n`,
   );

@@ -1,4 +1,4 @@
-// `memscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--remove SPEC]...
+// `peakscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--remove SPEC]...
 //   [--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--json]`
 // SPEC = category:NAME | site:FILE:LINE | frame:TEXT (also ids:…, window:A..B, time:A..B, phase:NAME, with & and |).
 // Exit 0: answered; 1: unreadable input, bad usage, or a selection the file cannot answer.
@@ -35,7 +35,7 @@ export type WhatIfIo = CliIo;
 export type WhatIfDeps = SnapshotDeps;
 
 const USAGE =
-  "usage: memscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--remove SPEC]... " +
+  "usage: peakscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--remove SPEC]... " +
   "[--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--json]\n" +
   "  SPEC: category:NAME | site:FILE:LINE | frame:TEXT (also ids:1,2 window:FROM..TO time:FROM..TO phase:NAME; " +
   "join with & or |)\n";
@@ -218,7 +218,7 @@ const fitsText = (fits: boolean | null) => (fits === null ? "" : fits ? "fits" :
 /** The JSON as text for people. */
 export function renderWhatIfText(j: WhatIfJson): string {
   const lines: string[] = [];
-  lines.push(`memscope whatif: ${j.file}, device ${j.device} (${j.events} events)`);
+  lines.push(`peakscope whatif: ${j.file}, device ${j.device} (${j.events} events)`);
   lines.push(`  baseline peak  ${formatBytes(j.baselinePeakBytes)} at event ${j.baselinePeakEvent}`);
   if (j.transforms.length > 0) {
     for (const t of j.transforms) {
@@ -259,7 +259,7 @@ export function renderWhatIfText(j: WhatIfJson): string {
         `      peak ${formatBytes(s.peakBytes)} (saves ${formatBytes(s.savedBytes)})${fit}`,
         `      assumption: ${s.assumption}`,
         `      caveat: ${s.caveat}`,
-        `      try: memscope whatif ${j.file} ${s.specs.map(quote).join(" ")}`,
+        `      try: peakscope whatif ${j.file} ${s.specs.map(quote).join(" ")}`,
       );
     });
   }
@@ -273,7 +273,7 @@ function quote(spec: string): string {
   return /^[\w./:=,@+-]+$/.test(val) ? spec : `${opt} '${val.replaceAll("'", "'\\''")}'`;
 }
 
-/** `args` are the words after `memscope whatif`. */
+/** `args` are the words after `peakscope whatif`. */
 export async function runWhatIf(
   argv: string[],
   io: WhatIfIo,
@@ -284,7 +284,7 @@ export async function runWhatIf(
     args = parseArgs(argv);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    io.stderr(`memscope whatif: ${e.message}\n${USAGE}`);
+    io.stderr(`peakscope whatif: ${e.message}\n${USAGE}`);
     return 1;
   }
   let model: SnapshotModel;
@@ -294,10 +294,10 @@ export async function runWhatIf(
     counters = await sidecarFor(args.file, args.counters);
   } catch (e) {
     if (e instanceof SnapshotReadError || e instanceof CountersParseError) {
-      io.stderr(`memscope: ${e.message}\n`);
+      io.stderr(`peakscope: ${e.message}\n`);
       return 1;
     }
-    io.stderr(`memscope: could not read the input: ${(e as Error).message ?? String(e)}\n`);
+    io.stderr(`peakscope: could not read the input: ${(e as Error).message ?? String(e)}\n`);
     return 1;
   }
   let j: WhatIfJson;
@@ -311,7 +311,7 @@ export async function runWhatIf(
     });
   } catch (e) {
     if (e instanceof WhatIfError) {
-      io.stderr(`memscope whatif: ${args.file}: ${e.message}\n`);
+      io.stderr(`peakscope whatif: ${args.file}: ${e.message}\n`);
       return 1;
     }
     throw e;

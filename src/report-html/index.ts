@@ -1,4 +1,4 @@
-// `memscope report FILE --html OUT.html`: one self-contained HTML page from the report JSON (the object
+// `peakscope report FILE --html OUT.html`: one self-contained HTML page from the report JSON (the object
 // `report --json` prints, so the numbers are the same) and the two pictures. Pure functions: no DOM, no
 // file system; the page can build the same file for a "Save report" button.
 //
@@ -38,7 +38,7 @@ export interface ReportPictures {
 export interface HtmlOptions {
   /** ISO time the report was made (shown; omitted when absent). */
   generatedAt?: string;
-  /** memscope's version (shown). */
+  /** peakscope's version (shown). */
   version?: string;
   /** Where the capture guide lives (a link; never fetched). */
   captureHelpUrl?: string;
@@ -179,7 +179,7 @@ function categoriesSection(r: ReportJson, opts: HtmlOptions): string {
     );
   if ((r.unknownBytesByReason["before-recording"] ?? 0) > 0 || Object.keys(r.inferredBytes).length > 0) {
     out.push(
-      `<p class="note">Fix: start recording (<code>torch.cuda.memory._record_memory_history()</code>, or <code>memscope_hook.start()</code>) before the model is built, so its memory has stacks: ${opts.captureHelpUrl ? `see <a href="${esc(opts.captureHelpUrl)}">Capture</a>` : "see “Capture” in memscope's README"}.</p>`,
+      `<p class="note">Fix: start recording (<code>torch.cuda.memory._record_memory_history()</code>, or <code>peakscope_hook.start()</code>) before the model is built, so its memory has stacks: ${opts.captureHelpUrl ? `see <a href="${esc(opts.captureHelpUrl)}">Capture</a>` : "see “Capture” in peakscope's README"}.</p>`,
     );
   }
   if (r.noStackReasons.length > 0) {
@@ -333,11 +333,11 @@ export function renderReportHtml(r: ReportJson, pictures: ReportPictures, opts: 
   const csp = `default-src 'none'; style-src ${cspHash(style)}; img-src data:; base-uri 'none'; form-action 'none'`;
   const failed = r.checks.filter((c) => c.status === "fail").length;
   const body = [
-    `<header><h1>memscope report</h1><div class="file" data-testid="file">${esc(r.file)}</div>`,
+    `<header><h1>peakscope report</h1><div class="file" data-testid="file">${esc(r.file)}</div>`,
     `<p class="meta">${[
       opts.generatedAt ? `made ${esc(opts.generatedAt)}` : "",
-      `memscope${opts.version ? ` ${esc(opts.version)}` : ""}`,
-      "the same numbers as <code>memscope report --json</code>",
+      `peakscope${opts.version ? ` ${esc(opts.version)}` : ""}`,
+      "the same numbers as <code>peakscope report --json</code>",
       "sizes in MiB (1 MiB = 1,048,576 B), exact bytes on hover",
     ]
       .filter(Boolean)
@@ -354,7 +354,7 @@ export function renderReportHtml(r: ReportJson, pictures: ReportPictures, opts: 
     r.notes.length > 0
       ? `<section id="notes"><h2>Notes</h2><ul>${r.notes.map((n) => `<li>${esc(n)}</li>`).join("")}</ul></section>`
       : "",
-    `<footer>Made by memscope from ${esc(r.file)}. This file loads nothing and runs no script.</footer>`,
+    `<footer>Made by peakscope from ${esc(r.file)}. This file loads nothing and runs no script.</footer>`,
   ];
   return `<!doctype html>
 <html lang="en">
@@ -364,7 +364,7 @@ export function renderReportHtml(r: ReportJson, pictures: ReportPictures, opts: 
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <meta name="color-scheme" content="light dark">
-<title>memscope report: ${esc(r.file)}</title>
+<title>peakscope report: ${esc(r.file)}</title>
 <style>${style}</style>
 </head>
 <body>

@@ -104,7 +104,7 @@ function EmptyState() {
     <section className="empty-state" aria-labelledby="empty-title">
       <h1 id="empty-title">Drop a PyTorch memory snapshot anywhere on this page</h1>
       <p data-testid="empty-capture">
-        No snapshot yet? Capture one with <code>python/memscope_hook.py</code> — five lines, <SeeCapture />.
+        No snapshot yet? Capture one with <code>python/peakscope_hook.py</code> — five lines, <SeeCapture />.
       </p>
       <p>
         Files written by <code>torch.cuda.memory._dump_snapshot()</code> or{" "}

@@ -1,7 +1,7 @@
-"""Runs one scenario of python/memscope_hook.py against the fake torch (test/capture/fake) and prints, as
+"""Runs one scenario of python/peakscope_hook.py against the fake torch (test/capture/fake) and prints, as
 JSON, what the fake recorded: the calls the hook made, the counters and snapshots the fake handed out,
 the warnings raised and the paths the hook returned. test/capture-hook.test.ts checks the files on disk
-against this record (and against Python's unpickler and memscope's reader).
+against this record (and against Python's unpickler and peakscope's reader).
 
     PYTHONPATH=test/capture/fake python3 test/capture/cases.py CASE OUTDIR
 
@@ -17,14 +17,14 @@ import warnings
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-HOOK = os.path.join(HERE, "..", "..", "python", "memscope_hook.py")
+HOOK = os.path.join(HERE, "..", "..", "python", "peakscope_hook.py")
 
 F = torch._fake
 TRAIN = "/home/u/proj/train.py"
 
 
 def load_hook():
-    spec = importlib.util.spec_from_file_location("memscope_hook", HOOK)
+    spec = importlib.util.spec_from_file_location("peakscope_hook", HOOK)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -80,7 +80,7 @@ def case_rank(ms, out, rec):
 
 
 def case_oom(ms, out, rec):
-    os.environ["MEMSCOPE_DIR"] = out
+    os.environ["PEAKSCOPE_DIR"] = out
     ms.start()
     ms.dump_on_oom()
     ms.dump_on_oom()  # installing twice attaches one observer
@@ -98,7 +98,7 @@ def case_oom(ms, out, rec):
 
 
 def case_backward(ms, out, rec):
-    os.environ["MEMSCOPE_DIR"] = out
+    os.environ["PEAKSCOPE_DIR"] = out
     ms.start()
     model(ms)
     acts = [F.alloc(3 << 20, ((TRAIN, 59, "forward"),)) for _ in range(2)]
@@ -119,8 +119,8 @@ def case_backward(ms, out, rec):
 
 
 def case_steps(ms, out, rec):
-    os.environ["MEMSCOPE_DIR"] = out
-    os.environ["MEMSCOPE_STEPS"] = "2,4-5"
+    os.environ["PEAKSCOPE_DIR"] = out
+    os.environ["PEAKSCOPE_STEPS"] = "2,4-5"
     ms.start()
     model(ms)
     returned = []
@@ -164,7 +164,7 @@ def case_bad_args(ms, out, rec):
             ms.start(**kw)
         except ValueError as e:
             errs.append(str(e))
-    os.environ["MEMSCOPE_STEPS"] = "3,x"
+    os.environ["PEAKSCOPE_STEPS"] = "3,x"
     try:
         ms.step()
     except ValueError as e:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""memscope fixture generator: writes PyTorch memory snapshots in the shapes real files have.
+"""peakscope fixture generator: writes PyTorch memory snapshots in the shapes real files have.
 
 Python 3 standard library only. Run `python3 test/gen/generate.py -h`; see test/gen/README.md.
 Importable too: `import generate` (with test/gen on sys.path) exposes one function per subcommand:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent inspector of PyTorch memory snapshots: the source of expected values for memscope's tests.
+"""Independent inspector of PyTorch memory snapshots: the source of expected values for peakscope's tests.
 
     python3 test/tools/py_inspect.py FILE [--blocks]
 

@@ -305,7 +305,7 @@ async function readJson(
   if (totalBytes !== null && totalBytes > MAX_JSON_BYTES) {
     throw new SnapshotReadError(
       "too-large",
-      `${name} is a ${Math.round(totalBytes / 2 ** 20)} MiB JSON file; memscope reads JSON snapshots up to ${MAX_JSON_BYTES >> 20} MiB. Open the original pickle instead.`,
+      `${name} is a ${Math.round(totalBytes / 2 ** 20)} MiB JSON file; peakscope reads JSON snapshots up to ${MAX_JSON_BYTES >> 20} MiB. Open the original pickle instead.`,
     );
   }
   const decoder = new TextDecoder("utf-8");

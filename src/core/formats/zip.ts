@@ -146,6 +146,6 @@ export async function openZipEntry(
   }
   throw new SnapshotReadError(
     "corrupt",
-    `${src.name}: the entry ${entry.name} uses zip compression method ${entry.method}, which memscope cannot read. Re-zip it with plain deflate, or unzip it and open the snapshot.`,
+    `${src.name}: the entry ${entry.name} uses zip compression method ${entry.method}, which peakscope cannot read. Re-zip it with plain deflate, or unzip it and open the snapshot.`,
   );
 }

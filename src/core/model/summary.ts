@@ -1,4 +1,4 @@
-// Counts and segment-field totals of a model: what `memscope inspect` prints and the page's summary shows.
+// Counts and segment-field totals of a model: what `peakscope inspect` prints and the page's summary shows.
 
 import type { SnapshotModel } from "./types";
 

@@ -790,7 +790,7 @@ export class Unpickler {
           if (refused !== undefined) {
             this.fail(
               "unsafe",
-              `opcode ${refused} at byte ${this.baseOffset + pos} would import or construct a Python object; memscope never does that, and a memory snapshot never needs it`,
+              `opcode ${refused} at byte ${this.baseOffset + pos} would import or construct a Python object; peakscope never does that, and a memory snapshot never needs it`,
               pos,
             );
           }

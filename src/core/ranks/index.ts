@@ -1,6 +1,6 @@
 // Ranks overview: one row per rank of a distributed job (peak, totals, categories, checks) and the ranks
 // whose peak stands out from the median, with the category that makes the difference. Pure: it takes small
-// per-rank summaries (from a snapshot's report, or from a `memscope report --json` object) and no files.
+// per-rank summaries (from a snapshot's report, or from a `peakscope report --json` object) and no files.
 
 import { formatMiB } from "../report/format";
 import type { ReportJson } from "../report/index";
@@ -99,7 +99,7 @@ export function median(values: number[]): number | null {
   return v.length % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
 
-/** Is this a `memscope report --json` object? */
+/** Is this a `peakscope report --json` object? */
 export function isReportJson(x: unknown): x is ReportJson {
   if (typeof x !== "object" || x === null || Array.isArray(x)) return false;
   const o = x as Record<string, unknown>;

@@ -1,5 +1,5 @@
-// Pure functions the report (helper-2's `memscope report`) calls: the replay section of the report,
-// and the totals at one event (`memscope report FILE --at EVENT --json`).
+// Pure functions the report (helper-2's `peakscope report`) calls: the replay section of the report,
+// and the totals at one event (`peakscope report FILE --at EVENT --json`).
 
 import type { CountersSidecar, SnapshotModel } from "../model/types";
 import { exactBytesShort } from "../units";

@@ -14,7 +14,7 @@ function pct(part: number, whole: number): string {
 export function renderReportText(r: ReportJson): string {
   const out: string[] = [];
   const t = r.totals;
-  out.push(`memscope report: ${r.file}`, "");
+  out.push(`peakscope report: ${r.file}`, "");
   out.push("totals (segment fields, all devices)");
   const row = (label: string, n: number | null) =>
     `  ${label.padEnd(11)}${n === null ? "n/a".padStart(14) : formatMiB(n).padStart(14)}${n === null ? "" : `  ${formatBytes(n)}`}`;

@@ -28,8 +28,8 @@ export function Header() {
 
   return (
     <header className="topbar">
-      <div className="brand" title="memscope: PyTorch GPU memory snapshot viewer">
-        memscope
+      <div className="brand" title="peakscope: PyTorch GPU memory snapshot viewer">
+        peakscope
       </div>
       <button type="button" className="primary" onClick={() => input.current?.click()} disabled={loading}>
         Open snapshot…

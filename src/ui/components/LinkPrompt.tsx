@@ -16,7 +16,7 @@ export function LinkPrompt() {
     <section className="link-prompt" data-testid="link-prompt">
       <h1>This link shows a view of {files.length === 2 ? "two files" : "a file"} on someone's machine</h1>
       <p>
-        Files opened in memscope are never uploaded, so the link holds only{" "}
+        Files opened in peakscope are never uploaded, so the link holds only{" "}
         {files.length === 2 ? "their names and fingerprints" : "its name and fingerprint"}. Drop{" "}
         {files.length === 2 ? "both files together" : "that file"} here (or use{" "}
         <strong>Open snapshot…</strong>) to see the view; the page checks that{" "}

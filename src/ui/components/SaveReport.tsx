@@ -1,5 +1,5 @@
 // "Save report": downloads one self-contained HTML file — the same kind of file as
-// `memscope report FILE --html OUT.html` (src/report-html, built in the worker from the open model and
+// `peakscope report FILE --html OUT.html` (src/report-html, built in the worker from the open model and
 // its counters sidecar). The file needs no script and loads nothing, so it opens anywhere, offline.
 // Nothing is uploaded: the bytes go from the worker to a blob: URL on this page to the download.
 
@@ -43,7 +43,7 @@ export function SaveReport() {
         onClick={() => void save()}
         disabled={busy}
         data-testid="save-report"
-        title="Download this file's report as one HTML page (the same as `memscope report FILE --html`): it needs no network and no script, so it can be mailed or attached to an issue"
+        title="Download this file's report as one HTML page (the same as `peakscope report FILE --html`): it needs no network and no script, so it can be mailed or attached to an issue"
       >
         {busy ? "Saving…" : "Save report"}
       </button>

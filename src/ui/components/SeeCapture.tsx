@@ -3,14 +3,14 @@
 // this is a pointer in words, not a link; its title says what the section holds.
 
 export const CAPTURE_TITLE =
-  "memscope's README, section “Capture”: python/memscope_hook.py — start() before the model is built, " +
+  "peakscope's README, section “Capture”: python/peakscope_hook.py — start() before the model is built, " +
   "dump_on_oom(), step() / dump(); it writes FILE.pickle and FILE.pickle.counters.json";
 
-/** "see “Capture” in memscope's README". */
+/** "see “Capture” in peakscope's README". */
 export function SeeCapture() {
   return (
     <span className="see-capture" title={CAPTURE_TITLE} data-testid="see-capture">
-      see “Capture” in memscope's README
+      see “Capture” in peakscope's README
     </span>
   );
 }

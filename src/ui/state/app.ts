@@ -192,7 +192,7 @@ function setPageState(): void {
   if (b.mode !== app.mode) b.mode = app.mode;
   const names = states.map((s) => s.fileName).filter((n): n is string => !!n);
   const title =
-    names.length > 0 ? `${names.join(" vs ")} — memscope` : "memscope — PyTorch memory snapshot viewer";
+    names.length > 0 ? `${names.join(" vs ")} — peakscope` : "peakscope — PyTorch memory snapshot viewer";
   if (document.title !== title) document.title = title;
 }
 

@@ -13,12 +13,12 @@
 // from that copy (a blob: URL), so a page that has loaded keeps working without the network.
 
 import * as Comlink from "comlink";
-import type { MemscopeApi, WorkerApi } from "../../../workers/api";
-import workerUrl from "../../../workers/memscope.worker.ts?worker&url";
+import type { PeakscopeApi, WorkerApi } from "../../../workers/api";
+import workerUrl from "../../../workers/peakscope.worker.ts?worker&url";
 import { beginWork, endWork, workPending } from "./idle";
 
 export type Side = 0 | 1;
-type SideApi = Comlink.Remote<MemscopeApi>;
+type SideApi = Comlink.Remote<PeakscopeApi>;
 
 interface Instance {
   worker: Worker;
@@ -40,7 +40,7 @@ export function onWorkerCrash(fn: (reason: string) => void): () => void {
 }
 
 // Trusted Types: the CSP lets only this policy make script URLs, and it makes only the worker's.
-const policy = window.trustedTypes?.createPolicy("memscope-worker", {
+const policy = window.trustedTypes?.createPolicy("peakscope-worker", {
   createScriptURL(url: string) {
     const u = new URL(url, document.baseURI);
     const own = new URL(workerUrl, document.baseURI).href;
@@ -72,7 +72,7 @@ async function create(): Promise<Instance> {
   const url = await workerScript();
   const worker = new Worker((policy ? policy.createScriptURL(url) : url) as string, {
     type: "module",
-    name: "memscope",
+    name: "peakscope",
   });
   let end: (reason: Error) => void = () => {};
   const ended = new Promise<never>((_, reject) => {
@@ -141,7 +141,7 @@ export function prewarm(): void {
 function warmUp(inst: Instance): void {
   if (current === inst) return;
   // `npm run bench:web` with BENCH_WEB_WARMUP=0 sets this flag to measure the page without a warm-up
-  if ((window as { __memscopeNoWarmUp?: boolean }).__memscopeNoWarmUp) return;
+  if ((window as { __peakscopeNoWarmUp?: boolean }).__peakscopeNoWarmUp) return;
   inst.root.warmUp(WARM_UP_ROUNDS).catch(() => undefined);
 }
 

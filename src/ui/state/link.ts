@@ -16,7 +16,7 @@
 // | cat             | the highlighted category                                                             |
 // | site            | the highlighted call site (`path:line:function` as in the file)                      |
 // | color           | the segment map's colouring: `category` or `state`                                   |
-// | whatif          | the chosen what-if: `memscope whatif` options (`--scale category:parameters=1/2 …`)  |
+// | whatif          | the chosen what-if: `peakscope whatif` options (`--scale category:parameters=1/2 …`)  |
 // | link            | comparison: `0` when zoom and cursor are not linked                                  |
 // | align           | comparison: `start` or `snapshot` (the first `_snapshot()` marker of each file)       |
 // | tq, tdir, tby, town, thide, tg, trange | the call tree's search, filters, groups and range (treeLink.ts) |
@@ -105,7 +105,7 @@ function parseValue(key: SideKey, raw: string): { value: unknown } | { error: st
     case "whatif":
       return /^--(remove|scale|free-early|recompute)\s+\S/.test(raw.trim())
         ? { value: raw.trim() }
-        : { error: "expected memscope whatif options: --remove, --scale, --free-early or --recompute" };
+        : { error: "expected peakscope whatif options: --remove, --scale, --free-early or --recompute" };
   }
 }
 
@@ -163,7 +163,7 @@ export function parseLink(hash: string): Parsed {
     const second = key.endsWith("2") && (SIDE_KEYS as readonly string[]).includes(key.slice(0, -1));
     const base = (second ? key.slice(0, -1) : key) as SideKey;
     if (!(SIDE_KEYS as readonly string[]).includes(base)) {
-      notices.push(`${show(key)} (not a parameter memscope knows)`);
+      notices.push(`${show(key)} (not a parameter peakscope knows)`);
       continue;
     }
     const r = parseValue(base, raw);

@@ -128,7 +128,7 @@ export function applyLink(hash: string): void {
   if (notices.length > 0) {
     app.notify(
       "warn",
-      `From this link, memscope ignored: ${notices.join("; ")}. The rest is applied.`,
+      `From this link, peakscope ignored: ${notices.join("; ")}. The rest is applied.`,
       "link",
     );
   }

@@ -8,9 +8,9 @@ import * as Comlink from "comlink";
 import { createContext, useContext } from "react";
 import { create, type StoreApi, type UseBoundStore } from "zustand";
 import type {
-  MemscopeApi,
   OpenResult,
   PanelAnswer,
+  PeakscopeApi,
   ProgressInfo,
   ReplayFacts,
   SiteMatch,
@@ -73,7 +73,7 @@ export interface State {
   generation: number;
 
   /** A worker request on this side. */
-  ask<T>(fn: (api: Comlink.Remote<MemscopeApi>) => Promise<T>): Promise<T>;
+  ask<T>(fn: (api: Comlink.Remote<PeakscopeApi>) => Promise<T>): Promise<T>;
   /**
    * Opens a snapshot in this side's engine — a file, or a URL the worker downloads and reads as it
    * comes; resolves true when it is ready.

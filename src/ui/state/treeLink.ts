@@ -96,7 +96,7 @@ export function parseTreeParam(into: TreeLink, key: string, raw: string): string
       return null;
     }
   }
-  return "not a parameter memscope knows";
+  return "not a parameter peakscope knows";
 }
 
 /** `key=value` pairs for what differs from the defaults (nothing for the default view). */

@@ -1,4 +1,4 @@
-"""memgen: fixture generator for memscope (Python 3 standard library only).
+"""memgen: fixture generator for peakscope (Python 3 standard library only).
 
 Modules:
   allocator  - a faithful simulation of PyTorch's CUDA caching allocator (and torch_npu's variant)

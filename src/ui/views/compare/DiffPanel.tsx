@@ -1,6 +1,6 @@
 // The difference between the two files, between their columns: the verdict line, the totals of each and
 // their difference, and the signed deltas per category and per call site, largest first, coloured by
-// sign. Every number is the `compare` section of `memscope report A --compare B --json` (B − A, over the
+// sign. Every number is the `compare` section of `peakscope report A --compare B --json` (B − A, over the
 // live blocks of each snapshot). Clicking a call site highlights its blocks in both segment maps.
 
 import { Bytes } from "../../components/Bytes";
@@ -62,7 +62,7 @@ export function DiffPanel() {
         </h2>
         <p className="small muted" title={`A: ${aName}\nB: ${bName}`}>
           What B holds more (<span className="up">+</span>) or less (<span className="down">−</span>) than A
-          in live blocks at each file's snapshot, as <code>memscope report A --compare B</code> prints it.
+          in live blocks at each file's snapshot, as <code>peakscope report A --compare B</code> prints it.
         </p>
         <p
           className={`verdict ${sign(c.totalDeltaBytes)}`}

@@ -1,6 +1,6 @@
 // The rank overview: more than two snapshots opened at once, one row per file (rank, peak, allocated and
 // reserved at the snapshot, reserved − allocated, categories as a stacked bar, checks), the outliers
-// flagged with the category that makes the difference (core rankOverview, what `memscope ranks` prints),
+// flagged with the category that makes the difference (core rankOverview, what `peakscope ranks` prints),
 // and every rank's allocated memory over its trace as small multiples on one shared scale. Click a row to
 // open that file; tick two and "Compare" opens them side by side.
 

@@ -1,6 +1,6 @@
 // The rank overview's state: more than two snapshots opened at once (dropped, picked, a folder, or `#src`
 // URLs) become one row per file. Each file is read in a worker of its own (two at a time, each worker one
-// file after another), summarised as `memscope ranks` does, with a ≤ 400-point curve, and its model is
+// file after another), summarised as `peakscope ranks` does, with a ≤ 400-point curve, and its model is
 // dropped at once — the page keeps only the File handles (or URLs) and the small summaries, so 16 files of
 // 100 MB open on a 2-core machine. A row opens its file in the normal view (the sides' worker), two checked
 // rows open the existing comparison; "Back to the rank overview" returns without reading anything again.
@@ -344,7 +344,7 @@ manyFiles.pageState = () => {
   return {
     state: r.status === "loading" ? "loading" : "ready",
     mode: "ranks",
-    title: `Rank overview (${r.entries.length} files) — memscope`,
+    title: `Rank overview (${r.entries.length} files) — peakscope`,
   };
 };
 useRanks.subscribe(refreshPageState);

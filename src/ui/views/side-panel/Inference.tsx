@@ -167,7 +167,7 @@ export function InferenceNotes({ inference }: { inference: DeviceInference }) {
           ) : null}
           .{" "}
           <span data-testid="record-fix-action">
-            Recording started after these blocks were allocated: call <code>memscope_hook.start()</code>{" "}
+            Recording started after these blocks were allocated: call <code>peakscope_hook.start()</code>{" "}
             before the model is built — <SeeCapture />.
           </span>
         </p>

@@ -1,6 +1,6 @@
 // The side panel for the selected device: totals from the segment fields, the peak against the snapshot
 // (flagged beyond 2%), categories with colour keys, the consistency checks, the ring-buffer notice and
-// the top call sites. Every number is read from the core report (what `memscope report --json` prints).
+// the top call sites. Every number is read from the core report (what `peakscope report --json` prints).
 
 import { Fragment, useRef, useState } from "react";
 import type { PanelAnswer, ReportJson } from "../../../../workers/api";
@@ -72,7 +72,7 @@ export function SidePanel({ inColumn = false }: { inColumn?: boolean } = {}) {
         <section className="card notice" data-testid="truncation">
           <h2>Trace is incomplete</h2>
           <p className="small">
-            {panel.replay.truncationNote} Give <code>memscope_hook.start(max_entries=…)</code> enough entries
+            {panel.replay.truncationNote} Give <code>peakscope_hook.start(max_entries=…)</code> enough entries
             to hold the peak — <SeeCapture />.
           </p>
         </section>
@@ -558,7 +558,7 @@ function Checks({ report, panel }: { report: ReportJson; panel: PanelAnswer }) {
                 <code style={{ wordBreak: "break-all" }}>
                   {S.getState().fileName ?? "FILE"}.counters.json
                 </code>{" "}
-                with the dump (<code>memscope_hook</code> writes it) — <SeeCapture />.
+                with the dump (<code>peakscope_hook</code> writes it) — <SeeCapture />.
               </p>
             )}
           </>

@@ -302,7 +302,7 @@ export function Timeline() {
         <h2 id={`timeline-title-${k}`}>Memory over time — device {device}</h2>
         <p className="muted">
           No trace for this device: history was not recorded, or this device had no allocations. Call{" "}
-          <code>memscope_hook.start()</code> (or <code>torch.cuda.memory._record_memory_history()</code>)
+          <code>peakscope_hook.start()</code> (or <code>torch.cuda.memory._record_memory_history()</code>)
           before the model is built — <SeeCapture />. The segment map below shows the snapshot: one moment,
           the one it was taken at.
         </p>

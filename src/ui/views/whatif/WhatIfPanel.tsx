@@ -97,7 +97,7 @@ export function WhatIfPanel() {
         <h2 id={`whatif-title-${k}`}>What if</h2>
         <p className="small muted">
           No trace on this device: a what-if replays the trace's allocations with a change, so it needs the
-          allocation history (<code>memscope_hook.start()</code> before the model is built).
+          allocation history (<code>peakscope_hook.start()</code> before the model is built).
         </p>
       </section>
     );
@@ -313,7 +313,7 @@ function SuggestionItem({
         data-peak={s.peakBytes}
         data-peak-event={s.peakEvent}
         data-saved={s.savedBytes}
-        title={`Assumption: ${s.assumption}\n\nSame in the terminal: memscope whatif FILE ${s.specs.join(" ")}`}
+        title={`Assumption: ${s.assumption}\n\nSame in the terminal: peakscope whatif FILE ${s.specs.join(" ")}`}
         onClick={onChoose}
       >
         <span className="whatif-rank">{rank}.</span>
@@ -493,7 +493,7 @@ function ChosenDetail({
               </p>
             ))}
             <code className="whatif-cli" data-testid="whatif-cli">
-              memscope whatif {fileName} {a.specs.map(quote).join(" ")}
+              peakscope whatif {fileName} {a.specs.map(quote).join(" ")}
             </code>
           </details>
         </>

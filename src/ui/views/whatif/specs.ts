@@ -1,4 +1,4 @@
-// What-ifs as text, pure (no DOM, no store): the link's `whatif=` value (the `memscope whatif` options,
+// What-ifs as text, pure (no DOM, no store): the link's `whatif=` value (the `peakscope whatif` options,
 // joined by spaces, as one would type them after the file) and the options in words.
 
 /** The link's `whatif=` value: the CLI options joined by spaces (what one would type after the file). */

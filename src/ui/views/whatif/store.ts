@@ -3,7 +3,7 @@
 // another device. The timeline's overlay (WhatIfOverlay), the side panel's "What if" card and the share
 // link (`whatif=`) all read it here.
 //
-// Others call `openWhatIf(…)` (or dispatch a `memscope:whatif` event with the same detail) to ask "what if
+// Others call `openWhatIf(…)` (or dispatch a `peakscope:whatif` event with the same detail) to ask "what if
 // this were gone / halved / freed early / recomputed" about any selection — a call-tree node, for one.
 
 import { create } from "zustand";
@@ -112,7 +112,7 @@ export async function openWhatIf(req: OpenWhatIfRequest): Promise<string | null>
 }
 
 if (typeof window !== "undefined") {
-  window.addEventListener("memscope:whatif", (e) => {
+  window.addEventListener("peakscope:whatif", (e) => {
     const detail = (e as CustomEvent<OpenWhatIfRequest>).detail;
     if (detail) void openWhatIf(detail);
   });

@@ -1,4 +1,4 @@
-"""A fake `torch` for testing python/memscope_hook.py without PyTorch or a GPU.
+"""A fake `torch` for testing python/peakscope_hook.py without PyTorch or a GPU.
 
 It records every call the hook makes (torch._fake.calls) and simulates a tiny caching allocator whose
 snapshot (`torch.cuda.memory._snapshot()`) has the layout of real torch 2.x snapshots: segments with

@@ -1,12 +1,12 @@
 // The worker entry: two engines (side 0 = A, the base; side 1 = B, the other file of a comparison), each
-// exposed as a MemscopeApi behind its own comlink proxy, and the comparison between them. All reading,
+// exposed as a PeakscopeApi behind its own comlink proxy, and the comparison between them. All reading,
 // parsing, attribution and replay happen here; answers to the page are small, typed arrays are
 // transferred. The page ends this worker whenever it opens a file on its own (a fresh worker serves it),
 // so the memory of a replaced file is released with the worker; it asks `shutdown()` first, which ends
 // this worker's reader worker while this one still runs.
 
 import * as Comlink from "comlink";
-import type { MemscopeApi, WorkerApi } from "./api";
+import type { PeakscopeApi, WorkerApi } from "./api";
 import { compareEngines } from "./compare";
 import { Engine } from "./engine";
 import { healthAnswer, healthTimeline } from "./health";
@@ -17,7 +17,7 @@ import { treeApi, treeDiffApi } from "./tree-api";
 import { cancelWarmUp, warmUp } from "./warm-up";
 import { whatIfCurve, whatIfOne, whatIfSpecs, whatIfSuggest } from "./whatif";
 
-function sideApi(engine: Engine): MemscopeApi {
+function sideApi(engine: Engine): PeakscopeApi {
   return {
     open: (file, name, onProgress) => {
       inUse = true;

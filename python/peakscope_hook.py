@@ -1,27 +1,27 @@
-"""memscope_hook: capture PyTorch / torch_npu memory snapshots that memscope can fully explain.
+"""peakscope_hook: capture PyTorch / torch_npu memory snapshots that peakscope can fully explain.
 
 One file, the standard library plus torch (or torch_npu). Import it by path or copy it next to your script:
 
-    import memscope_hook as ms
+    import peakscope_hook as ms
     ms.start()                    # 1. before the model is built, so the weights carry a stack
     ms.dump_on_oom()              # 2. a snapshot when the allocator runs out of memory
     ...build the model, the optimizer...
     for batch in loader:
         ...forward, backward, optimizer step...
-        ms.step()                 # 3. dumps after the steps named in MEMSCOPE_STEPS (e.g. 3,5)
+        ms.step()                 # 3. dumps after the steps named in PEAKSCOPE_STEPS (e.g. 3,5)
     ms.dump("end")                # 4. or dump at any moment, by tag
 
 Every dump writes two files, both mode 0600 (owner read/write only):
 
-    $MEMSCOPE_DIR/memscope-rank<R>-<tag>.pickle                 the snapshot (torch's _snapshot() pickled)
-    $MEMSCOPE_DIR/memscope-rank<R>-<tag>.pickle.counters.json   the allocator counters the snapshot lacks
+    $PEAKSCOPE_DIR/peakscope-rank<R>-<tag>.pickle                 the snapshot (torch's _snapshot() pickled)
+    $PEAKSCOPE_DIR/peakscope-rank<R>-<tag>.pickle.counters.json   the allocator counters the snapshot lacks
 
 `dump_in_backward(tensor, tag)` dumps from inside the backward pass (activations still alive).
 
-Environment: MEMSCOPE_DIR (where dumps go; default ./memscope-dumps), MEMSCOPE_STEPS (steps after which
+Environment: PEAKSCOPE_DIR (where dumps go; default ./peakscope-dumps), PEAKSCOPE_STEPS (steps after which
 `step()` dumps: "3,5", ranges "3-5"; steps count from 1; unset: `step()` only counts).
 
-Open the result with `npx memscope view FILE` or `npx memscope report FILE`.
+Open the result with `npx peakscope view FILE` or `npx peakscope report FILE`.
 """
 
 import datetime
@@ -36,7 +36,7 @@ import time
 import warnings
 
 __all__ = [
-    "MemscopeWarning",
+    "PeakscopeWarning",
     "dump",
     "dump_in_backward",
     "dump_on_oom",
@@ -48,8 +48,8 @@ __all__ = [
 MIB = 1 << 20
 
 
-class MemscopeWarning(UserWarning):
-    """What memscope_hook tells you about a capture that will be less useful than it could be."""
+class PeakscopeWarning(UserWarning):
+    """What peakscope_hook tells you about a capture that will be less useful than it could be."""
 
 
 _lock = threading.RLock()
@@ -62,7 +62,7 @@ _state = {
     "warned": set(),  # warning keys already shown (each is said once)
     "oom_installed": False,
     "step": 0,
-    "steps": None,  # parsed MEMSCOPE_STEPS (a set), or None before the first step()
+    "steps": None,  # parsed PEAKSCOPE_STEPS (a set), or None before the first step()
 }
 
 
@@ -72,7 +72,7 @@ def _say_once(key, message):
         if key in _state["warned"]:
             return
         _state["warned"].add(key)
-    warnings.warn(message, MemscopeWarning, stacklevel=3)
+    warnings.warn(message, PeakscopeWarning, stacklevel=3)
 
 
 def _mib(n):
@@ -164,7 +164,7 @@ def _pick_backend():
             pass
         if name == "cuda":
             raise RuntimeError(
-                "memscope_hook: no CUDA device (torch.cuda.is_available() is False) and no torch_npu device: "
+                "peakscope_hook: no CUDA device (torch.cuda.is_available() is False) and no torch_npu device: "
                 "there is no device memory to record"
             )
     _state["backend"] = _Backend(name)
@@ -182,7 +182,7 @@ def start(max_entries=100_000, stacks="python"):
     only: cheap to record and ~100x cheaper to dump on big runs) or "all" (C++ frames too: names the
     autograd engine's allocations, such as gradients, which have no Python frame).
 
-    Call it before the model is built: memory allocated before it has no stack in the snapshot (memscope
+    Call it before the model is built: memory allocated before it has no stack in the snapshot (peakscope
     then infers what it can from sizes and lifetimes). Returns the backend ("cuda" or "npu").
     """
     if stacks not in ("python", "all"):
@@ -201,8 +201,8 @@ def start(max_entries=100_000, stacks="python"):
     if already > 0:
         _say_once(
             "late",
-            "memscope_hook.start(): recording started with %s (%s) already allocated on %s:%d. Those blocks "
-            "(usually the model's weights) have no stack in the snapshot; memscope will infer what it can "
+            "peakscope_hook.start(): recording started with %s (%s) already allocated on %s:%d. Those blocks "
+            "(usually the model's weights) have no stack in the snapshot; peakscope will infer what it can "
             "from sizes and lifetimes. Call start() before the model is built."
             % (_mib(already), _exact(already), b.name, device),
         )
@@ -241,13 +241,13 @@ def _safe_tag(tag):
 
 
 def _out_dir(directory):
-    d = directory or os.environ.get("MEMSCOPE_DIR") or "memscope-dumps"
+    d = directory or os.environ.get("PEAKSCOPE_DIR") or "peakscope-dumps"
     os.makedirs(d, mode=0o700, exist_ok=True)
     return d
 
 
 def _tmp_name(directory, n=0):
-    return os.path.join(directory, ".memscope-%d-%d-%d.tmp" % (os.getpid(), threading.get_ident(), n))
+    return os.path.join(directory, ".peakscope-%d-%d-%d.tmp" % (os.getpid(), threading.get_ident(), n))
 
 
 def _private_tmp(directory):
@@ -260,7 +260,7 @@ def _private_tmp(directory):
             continue
         os.chmod(tmp, 0o600)  # the umask can only take bits away; make it exactly owner read/write
         return tmp, os.fdopen(fd, "wb")
-    raise OSError("memscope_hook: could not create a temporary file in %s" % directory)
+    raise OSError("peakscope_hook: could not create a temporary file in %s" % directory)
 
 
 def _place(tmp, base):
@@ -279,7 +279,7 @@ def _place(tmp, base):
         except OSError:
             os.replace(tmp, path)  # a file system without hard links
             return path
-    raise OSError("memscope_hook: no free file name for %s" % base)
+    raise OSError("peakscope_hook: no free file name for %s" % base)
 
 
 def _write_json_private(path, obj):
@@ -310,12 +310,12 @@ def dump(tag="snapshot", directory=None, device=None, _extra=None):
     """Writes the snapshot and its counters sidecar now; returns the snapshot's path.
 
     Safe to call from anywhere, an autograd hook included. The file name carries the rank and the tag
-    (memscope-rank<R>-<tag>.pickle), so the ranks of a job never collide; a taken name gets -2, -3, ….
+    (peakscope-rank<R>-<tag>.pickle), so the ranks of a job never collide; a taken name gets -2, -3, ….
     """
     b = _pick_backend()
     d = _out_dir(directory)
     rank, world = _rank()
-    base = os.path.join(d, "memscope-rank%d-%s.pickle" % (rank or 0, _safe_tag(tag)))
+    base = os.path.join(d, "peakscope-rank%d-%s.pickle" % (rank or 0, _safe_tag(tag)))
     if device is None:
         device = b.device()
     with _lock:
@@ -373,8 +373,8 @@ def dump(tag="snapshot", directory=None, device=None, _extra=None):
     if not _state["recording"] and not (lengths and any(lengths)):
         _say_once(
             "not-recording",
-            "memscope_hook.dump(%r): history is not being recorded (call start() first), so the snapshot has "
-            "no trace and no stacks: memscope can show what is allocated, not where it came from." % (tag,),
+            "peakscope_hook.dump(%r): history is not being recorded (call start() first), so the snapshot has "
+            "no trace and no stacks: peakscope can show what is allocated, not where it came from." % (tag,),
         )
     if lengths is not None:
         side["trace_entries"] = lengths
@@ -382,7 +382,7 @@ def dump(tag="snapshot", directory=None, device=None, _extra=None):
         if cap and any(n >= cap for n in lengths):
             _say_once(
                 "ring-full",
-                "memscope_hook.dump(%r): the trace holds max_entries=%d entries: the ring buffer is full and "
+                "peakscope_hook.dump(%r): the trace holds max_entries=%d entries: the ring buffer is full and "
                 "the oldest events were dropped, so the peak may be outside the recorded window. Pass a "
                 "larger max_entries to start()." % (tag, cap),
             )
@@ -405,7 +405,7 @@ def dump_on_oom(tag="oom", once=True):
     b = _pick_backend()
     if b.oom_attach is None:
         raise RuntimeError(
-            "memscope_hook.dump_on_oom(): this %s build has no out-of-memory observer "
+            "peakscope_hook.dump_on_oom(): this %s build has no out-of-memory observer "
             "(torch._C._cuda_attach_out_of_memory_observer / torch_npu._C._npu_attach_out_of_memory_observer)"
             % b.name
         )
@@ -429,7 +429,7 @@ def dump_on_oom(tag="oom", once=True):
                 },
             )
         except Exception as e:  # never raise into the allocator
-            sys.stderr.write("memscope_hook: the out-of-memory dump failed: %r\n" % (e,))
+            sys.stderr.write("peakscope_hook: the out-of-memory dump failed: %r\n" % (e,))
 
     with _lock:
         if _state["oom_installed"]:
@@ -447,7 +447,7 @@ def dump_in_backward(tensor, tag="backward"):
     """
     if not getattr(tensor, "requires_grad", False):
         raise ValueError(
-            "memscope_hook.dump_in_backward(): the tensor does not require grad, so backward never reaches "
+            "peakscope_hook.dump_in_backward(): the tensor does not require grad, so backward never reaches "
             "it; give an activation or a parameter"
         )
     done = {"fired": False}
@@ -471,21 +471,21 @@ def _parse_steps(text):
             continue
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
         if not m:
-            raise ValueError('MEMSCOPE_STEPS=%r: expected step numbers like "3,5" or "3-5"' % text)
+            raise ValueError('PEAKSCOPE_STEPS=%r: expected step numbers like "3,5" or "3-5"' % text)
         lo = int(m.group(1))
         hi = int(m.group(2) or lo)
         if hi < lo or hi - lo > 1_000_000:
-            raise ValueError("MEMSCOPE_STEPS=%r: %r is not a range" % (text, part))
+            raise ValueError("PEAKSCOPE_STEPS=%r: %r is not a range" % (text, part))
         out.update(range(lo, hi + 1))
     return out
 
 
 def step(tag_prefix="step"):
     """Marks the end of a training step (steps count from 1). Dumps `<tag_prefix><N>` after each step N
-    named in MEMSCOPE_STEPS; returns that path, else None."""
+    named in PEAKSCOPE_STEPS; returns that path, else None."""
     with _lock:
         if _state["steps"] is None:
-            _state["steps"] = _parse_steps(os.environ.get("MEMSCOPE_STEPS", ""))
+            _state["steps"] = _parse_steps(os.environ.get("PEAKSCOPE_STEPS", ""))
         _state["step"] += 1
         n = _state["step"]
         wanted = n in _state["steps"]

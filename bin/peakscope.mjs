@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Entry point for `npx memscope`: runs the TypeScript CLI through tsx, so no build step is needed.
+// Entry point for `npx peakscope`: runs the TypeScript CLI through tsx, so no build step is needed.
 import { register } from "tsx/esm/api";
 
 register();
