@@ -35,8 +35,12 @@ import threading
 import time
 import warnings
 
+# The release this file belongs to; the same as peakscope's package.json (test/pack.test.ts checks it).
+__version__ = "0.1.0"
+
 __all__ = [
     "PeakscopeWarning",
+    "__version__",
     "dump",
     "dump_in_backward",
     "dump_on_oom",

@@ -3,8 +3,8 @@
 // changes, suggestions) and `ranks` (many rank files).
 
 import { SnapshotReadError } from "../core/formats/errors";
-import { inspectCommand } from "./inspect";
 import type { CliIo } from "./io";
+import { peakscopeVersion } from "./version";
 
 export type { CliIo } from "./io";
 
@@ -16,6 +16,7 @@ export const USAGE = `usage:
   peakscope whatif FILE [--counters SIDECAR] [--device N] [--remove SPEC]... [--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--capacity SIZE] [--json]
   peakscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up] [--folded] [--json] [--csv] [--group NAME=REGEX]... [--search TEXT|/RE/] [--range A..B [--measure live-at-end|allocated-in|freed-in]]
   peakscope help
+  peakscope --version
 
   inspect  what the reader found: counts, actions, totals per device
   report   categories, call sites, checks, the peak and what it held; --compare: what changed; --at: the state
@@ -35,6 +36,7 @@ Capture snapshots with python/peakscope_hook.py (README, "Capture").
 `;
 
 const HELP = new Set(["help", "--help", "-h"]);
+const VERSION = new Set(["--version", "-V", "version"]);
 const COMMANDS = new Set(["inspect", "report", "view", "ranks", "tree", "whatif"]);
 
 const processIo: CliIo = {
@@ -49,12 +51,20 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
       io.stdout(USAGE);
       return 0;
     }
+    if (command !== undefined && VERSION.has(command)) {
+      io.stdout(`${peakscopeVersion()}\n`);
+      return 0;
+    }
     if (command !== undefined && COMMANDS.has(command) && args.some((a) => HELP.has(a))) {
       const lines = USAGE.split("\n").filter((l) => l.startsWith(`  peakscope ${command} `));
       io.stdout(`usage:\n${lines.join("\n")}\n\n(peakscope help: every command)\n`);
       return 0;
     }
-    if (command === "inspect") return await inspectCommand(args, io);
+    // Each command is imported when it runs, so `--help` and `--version` load none of the readers.
+    if (command === "inspect") {
+      const { inspectCommand } = await import("./inspect");
+      return await inspectCommand(args, io);
+    }
     if (command === "report") {
       const { reportCommand } = await import("./report");
       return await reportCommand(args, io);

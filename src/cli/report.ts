@@ -3,9 +3,7 @@
 // Exit 0: every check passed or was skipped; 2: a check failed; 1: unreadable input or bad usage.
 // --html also writes one self-contained HTML file (src/report-html) from the same report object.
 
-import { readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
-import { resolve } from "node:path";
 import { attribute } from "../core/attribution/index";
 import { SnapshotReadError } from "../core/formats/errors";
 import type { CountersSidecar, SnapshotModel } from "../core/model/types";
@@ -18,6 +16,7 @@ import { buildReportPictures, renderReportHtml } from "../report-html/index";
 import type { CliIo, SnapshotDeps } from "./io";
 import { readSnapshotFile } from "./read-file";
 import { sidecarFor } from "./sidecar";
+import { peakscopeVersion, toolInfo } from "./version";
 
 export type ReportIo = CliIo;
 
@@ -151,7 +150,8 @@ export async function reportCommand(
     const size = Buffer.byteLength(html, "utf8");
     io.stderr(`peakscope report: wrote ${args.html} (${formatMiB(size)}, ${formatBytes(size)})\n`);
   } else report = buildReport(model, { counters, other, otherCounters });
-  io.stdout(args.json ? `${JSON.stringify(report)}\n` : renderReportText(report));
+  // `tool` first: which program (and version) wrote this JSON, for whoever reads it later.
+  io.stdout(args.json ? `${JSON.stringify({ tool: toolInfo(), ...report })}\n` : renderReportText(report));
   const failed = [...report.checks, ...(report.compare?.otherChecks ?? [])].some((c) => c.status === "fail");
   return failed ? 2 : 0;
 }
@@ -188,14 +188,4 @@ function stateAtCommand(model: SnapshotModel, args: Args, io: ReportIo): number 
   ];
   io.stdout(`${lines.join("\n")}\n`);
   return 0;
-}
-
-/** peakscope's version, from package.json ("" when it cannot be read). */
-function peakscopeVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(resolve(import.meta.dirname, "../../package.json"), "utf8"));
-    return typeof pkg.version === "string" ? pkg.version : "";
-  } catch {
-    return "";
-  }
 }

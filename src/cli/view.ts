@@ -1,25 +1,23 @@
 // `peakscope view FILE [FILE2] [--port N] [--no-open] [--build]`: serves the built site and the file(s) on
 // 127.0.0.1, opens the browser at the page with `#src=` (and `&src2=` to compare) pointing at them, and
-// prints the URL. The files are read in place, never copied. Builds the site with vite when dist/ is
-// missing (a fresh `npm ci`). Runs until Ctrl-C (or the abort signal).
+// prints the URL. The files are read in place, never copied. The site is the one shipped in the package
+// (dist/, built at pack time); view never builds it on its own. In a clone, `npm run build` (or
+// `--build`, which needs the dev dependencies) makes dist/. Runs until Ctrl-C (or the abort signal).
 
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { CliIo } from "./main";
+import { packageRoot } from "./paths";
 import { withFileSource } from "./read-file";
 import { startViewServer, type ViewServer } from "./server";
 
 export const VIEW_USAGE =
   "usage: peakscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]\n";
 
-/** The project root (this file is src/cli/view.ts). */
-export const PROJECT_ROOT = fileURLToPath(new URL("../..", import.meta.url));
-
 export interface ViewDeps {
-  /** The built site; default PROJECT_ROOT/dist (built when missing). */
+  /** The built site; default the package's dist/. */
   siteDir?: string;
   /** Opens the URL in a browser; default the platform's opener. */
   open?: (url: string) => void;
@@ -87,21 +85,21 @@ function newestMtime(dir: string): number {
   return newest;
 }
 
-/** Builds the site into dist/ with the project's vite (a devDependency: present after `npm ci`). */
-function buildSite(io: CliIo): boolean {
+/** In a clone with the dev dependencies: builds the site into dist/ with the project's vite (`--build`). */
+function buildSite(root: string, io: CliIo): boolean {
   let viteBin: string;
   try {
-    const req = createRequire(resolve(PROJECT_ROOT, "package.json"));
+    const req = createRequire(resolve(root, "package.json"));
     viteBin = resolve(req.resolve("vite/package.json"), "../bin/vite.js");
   } catch {
     io.stderr(
-      "peakscope view: the site is not built (no dist/) and vite is not installed: run `npm ci && npm run build` in the peakscope folder.\n",
+      "peakscope view: --build needs a clone of peakscope with its dev dependencies (`npm ci`); an installed peakscope ships its site already built.\n",
     );
     return false;
   }
   io.stderr("peakscope view: building the site (vite build)…\n");
   const r = spawnSync(process.execPath, [viteBin, "build", "--logLevel", "warn"], {
-    cwd: PROJECT_ROOT,
+    cwd: root,
     stdio: ["ignore", "ignore", "inherit"],
   });
   if (r.status !== 0) {
@@ -111,36 +109,38 @@ function buildSite(io: CliIo): boolean {
   return true;
 }
 
-/** The site folder, built if needed; null (after saying why) when there is none. */
-function ensureSite(args: ViewArgs, deps: ViewDeps, io: CliIo): string | null {
+/** The site folder; null (after saying why and what to run) when there is none. */
+function findSite(args: ViewArgs, deps: ViewDeps, io: CliIo): string | null {
   const given = deps.siteDir ?? args.site;
   if (given) {
     if (existsSync(resolve(given, "index.html"))) return resolve(given);
     io.stderr(`peakscope view: ${given} has no index.html (not a built site).\n`);
     return null;
   }
-  const dist = resolve(PROJECT_ROOT, "dist");
+  const root = packageRoot();
+  const dist = resolve(root, "dist");
   const index = resolve(dist, "index.html");
-  if (args.build || !existsSync(index)) {
-    if (!buildSite(io)) return null;
-    if (!existsSync(index)) {
-      io.stderr("peakscope view: vite build wrote no dist/index.html.\n");
-      return null;
-    }
-    return dist;
-  }
-  const built = statSync(index).mtimeMs;
-  const sources = Math.max(
-    newestMtime(resolve(PROJECT_ROOT, "src")),
-    newestMtime(resolve(PROJECT_ROOT, "workers")),
-    existsSync(resolve(PROJECT_ROOT, "index.html"))
-      ? statSync(resolve(PROJECT_ROOT, "index.html")).mtimeMs
-      : 0,
-  );
-  if (sources > built) {
+  if (args.build && !buildSite(root, io)) return null;
+  if (!existsSync(index)) {
     io.stderr(
-      "peakscope view: note: dist/ is older than the sources; `peakscope view --build …` (or `npm run build`) rebuilds it.\n",
+      `peakscope view: the site is not built (no ${index}). In a clone of peakscope run \`npm run build\` there (after \`npm ci\`), or \`peakscope view --build FILE\`; an installed peakscope ships it, so reinstall it if this is one.\n`,
     );
+    return null;
+  }
+  // In a clone, say when the sources are newer than the build (an installed package has no src/).
+  const src = resolve(root, "src");
+  if (!args.build && existsSync(src)) {
+    const built = statSync(index).mtimeMs;
+    const sources = Math.max(
+      newestMtime(src),
+      newestMtime(resolve(root, "workers")),
+      existsSync(resolve(root, "index.html")) ? statSync(resolve(root, "index.html")).mtimeMs : 0,
+    );
+    if (sources > built) {
+      io.stderr(
+        "peakscope view: note: dist/ is older than the sources; `peakscope view --build …` (or `npm run build`) rebuilds it.\n",
+      );
+    }
   }
   return dist;
 }
@@ -186,7 +186,7 @@ export async function viewCommand(argv: string[], io: CliIo, deps: ViewDeps = {}
     }
   }
 
-  const siteDir = ensureSite(args, deps, io);
+  const siteDir = findSite(args, deps, io);
   if (!siteDir) return 1;
 
   let view: ViewServer;
