@@ -4,6 +4,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 
 for (const name of [
+  "startup.bench.ts",
   "read.bench.ts",
   "attribution.bench.ts",
   "replay.bench.ts",
