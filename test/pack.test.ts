@@ -169,6 +169,19 @@ describe("the installed peakscope (outside the clone, Node only)", () => {
   });
 });
 
+describe("an installed copy whose site is missing", () => {
+  it("view never builds: it exits 1 and says what to run", () => {
+    const copy = join(tmp, "copy");
+    const r0 = run("cp", ["-r", installed, copy], tmp);
+    expect(r0.code, r0.err).toBe(0);
+    rmSync(join(copy, "dist"), { recursive: true });
+    const r = run(process.execPath, [join(copy, "bin", "peakscope.mjs"), "view", FILE, "--no-open"], tmp);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain("npm run build");
+    expect(existsSync(join(copy, "dist"))).toBe(false);
+  });
+});
+
 describe("the capture helper as a Python package", () => {
   it("pip install --no-index --no-build-isolation --target TMP ./python imports with __version__", () => {
     const target = join(tmp, "py");
