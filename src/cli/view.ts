@@ -89,6 +89,8 @@ function newestMtime(dir: string): number {
 function buildSite(root: string, io: CliIo): boolean {
   let viteBin: string;
   try {
+    // An installed package has no sources to build (and a vite found beside it would be someone else's).
+    if (!existsSync(resolve(root, "src"))) throw new Error("not a clone");
     const req = createRequire(resolve(root, "package.json"));
     viteBin = resolve(req.resolve("vite/package.json"), "../bin/vite.js");
   } catch {
