@@ -3,7 +3,8 @@
 The known run (memgen/knownrun.py: 3 x Linear(2048, 2048) bf16, AdamW foreach, cuda-all stacks, linux paths)
 runs STEPS steps. Every run, leaking or steady, also has the one-off state a real run has:
 - step 1: the gradients (AccumulateGrad) and AdamW's exp_avg / exp_avg_sq (adam.py _init_group): 72 MiB;
-- step 2: a lazily made 4 MiB buffer (train.py line 64, `buf = torch.empty(...)` on first use), kept.
+- step 3 (after its opt.step()): a lazily made 4 MiB buffer (train.py line 64, `buf = torch.empty(...)` on
+  first use), kept.
 Those grow once and stay flat: warm-up, never a leak.
 
 The planted leaks (`leak`), each from step 1 on:
@@ -110,7 +111,7 @@ class LeakRun(knownrun.KnownRun):
         self.step_end.append({"step": step, "event": len(self.A.trace) - 1, "live": self.live_by_site(),
                               "allocated": self.A.allocated_bytes()})
         self.tick(10)
-        if step == 2:
+        if step == 3:
             self.keep(f"lazy{step}", LAZY_BYTES, LAZY_LINE, "input", "lazy_buffer")
         if self.leak == "list":
             self.keep(f"history{step}", self.act_bytes, LIST_LINE, "input", "kept_list")
