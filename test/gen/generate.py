@@ -92,12 +92,12 @@ def ranks(outdir, n, outlier=None):
     return rk.write_all(outdir, n, outlier)
 
 
-def leaks(out, leak=None, record_from="start", series=False, steps=8):
+def leaks(out, leak=None, record_from="start", series=False, steps=8, annotations=True, extra_parameter=False):
     """A run with a planted leak (list, graph, cache) or none: one trace (OUT) or a series of dumps (OUT a folder)."""
     from memgen import leakrun
     if series:
-        return leakrun.write_series(out, leak, range(2, steps), steps)
-    return leakrun.write_trace(out, leak, record_from, steps)
+        return leakrun.write_series(out, leak, range(2, steps), steps, extra_parameter)
+    return leakrun.write_trace(out, leak, record_from, steps, annotations)
 
 
 def memo_overwrite(out):
@@ -165,6 +165,10 @@ def main(argv=None):
     lk.add_argument("--series", action="store_true",
                     help="OUT is a folder: dumps after steps 2..STEPS-1 (peakscope-rank0-stepN.pickle)")
     lk.add_argument("--steps", type=int, default=8)
+    lk.add_argument("--no-annotations", action="store_true",
+                    help="no external_annotations: steps only from the trace's repetition")
+    lk.add_argument("--extra-parameter", action="store_true",
+                    help="another model (one more 4 MiB parameter): a different run")
     lk.add_argument("out")
 
     mo = sub.add_parser("memo-overwrite", help=memo_overwrite.__doc__.splitlines()[0])
@@ -197,7 +201,8 @@ def main(argv=None):
     elif a.cmd == "leaks":
         if a.series and a.record_from != "start":
             p.error("--series records from the start")
-        leaks(a.out, None if a.leak == "none" else a.leak, a.record_from, a.series, a.steps)
+        leaks(a.out, None if a.leak == "none" else a.leak, a.record_from, a.series, a.steps, not a.no_annotations,
+              a.extra_parameter)
     elif a.cmd == "random-trace":
         random_trace(a.out, a.seed, a.events)
     return 0

@@ -18,6 +18,8 @@ The planted leaks (`leak`), each from step 1 on:
 - "cache": a cache that never evicts (train.py line 63, `cache[key] = torch.empty(...)`): 1 MiB per step
   (exactly the default threshold), category input.
 - None: the steady run (the same run without the leak).
+`annotations=False` leaves out the external_annotations (steps only from the trace's repetition);
+`extra_parameter=True` is another model (one more 4 MiB parameter): a different run, for the refusals.
 
 `record_from`: "start" or "after-build" (recording begins right after model.to(): the parameters are not in
 the trace). The trace file is dumped after the last step; the series are dumps after each of `dump_steps`
@@ -47,7 +49,8 @@ GRAPH_KEPT = ("h1", "h2", "f")  # the saved activations the backward would have 
 
 
 class LeakRun(knownrun.KnownRun):
-    def __init__(self, leak=None, record_from="start", steps=STEPS, dump_steps=(), on_dump=None):
+    def __init__(self, leak=None, record_from="start", steps=STEPS, dump_steps=(), on_dump=None, annotations=True,
+                 extra_parameter=False):
         if leak is not None and leak not in LEAKS:
             raise ValueError(f"leak {leak!r}: one of {', '.join(LEAKS)}")
         super().__init__("cuda-all", "linux", "step2", record_from)
@@ -58,6 +61,18 @@ class LeakRun(knownrun.KnownRun):
         self.kept = []          # leaked tensors (the list, the cache, the graph's activations)
         self.step_end = []      # per step: {step, event (last trace event of the step, -1: none), live}
         self.in_backward = False
+        self.annotations_on = annotations
+        self.extra_parameter = extra_parameter
+
+    def annotate(self, stage, name):
+        if self.annotations_on:
+            super().annotate(stage, name)
+
+    def setup(self):
+        super().setup()
+        if self.extra_parameter:  # another model: one more parameter (a 4 MiB embedding), so another run
+            self.m("E", 4 * MiB, self.ctx_param(), "parameters", "parameter")
+            self.tick(150)
 
     def own_ctx(self, line):
         native = NATIVE["malloc"] + NATIVE["empty"] + [
@@ -149,9 +164,10 @@ def write_json(path, obj):
         f.write("\n")
 
 
-def write_trace(out, leak=None, record_from="start", steps=STEPS):
-    """The whole run in one file, dumped after the last step. Writes OUT, OUT.counters.json, OUT.truth.json."""
-    run = LeakRun(leak, record_from, steps).run()
+def write_trace(out, leak=None, record_from="start", steps=STEPS, annotations=True):
+    """The whole run in one file, dumped after the last step. Writes OUT, OUT.counters.json, OUT.truth.json.
+    annotations=False: no external_annotations (the steps only from the trace's own repetition)."""
+    run = LeakRun(leak, record_from, steps, annotations=annotations).run()
     snap, _tally = render([run.A], "cuda", annotations=run.annotations)
     with open(out, "wb") as f:
         pickle.dump(snap, f, protocol=4)
@@ -162,6 +178,7 @@ def write_trace(out, leak=None, record_from="start", steps=STEPS):
         "mode": "trace",
         "leak": leak,
         "recordFrom": record_from,
+        "annotations": annotations,
         "leakSites": site,
         "steps": [{"step": e["step"], "endEvent": e["event"], "allocatedBytes": e["allocated"],
                    "leakBytes": bytes_of(e["live"], site), "live": live_rows(e["live"])}
@@ -172,8 +189,9 @@ def write_trace(out, leak=None, record_from="start", steps=STEPS):
     return truth
 
 
-def write_series(outdir, leak=None, dump_steps=range(2, 8), steps=STEPS):
-    """Dumps after each of dump_steps, as the capture helper names them; OUTDIR/series.truth.json."""
+def write_series(outdir, leak=None, dump_steps=range(2, 8), steps=STEPS, extra_parameter=False):
+    """Dumps after each of dump_steps, as the capture helper names them; OUTDIR/series.truth.json.
+    extra_parameter: another model (one more 4 MiB parameter): a different run."""
     os.makedirs(outdir, exist_ok=True)
     dumps = []
 
@@ -188,7 +206,7 @@ def write_series(outdir, leak=None, dump_steps=range(2, 8), steps=STEPS):
         dumps.append({"file": name, "step": step, "allocatedBytes": run.A.allocated_bytes(),
                       "leakBytes": None, "live": live})
 
-    run = LeakRun(leak, "start", steps, dump_steps, on_dump).run()
+    run = LeakRun(leak, "start", steps, dump_steps, on_dump, extra_parameter=extra_parameter).run()
     site = leak_sites(run)
     for d in dumps:
         d["leakBytes"] = bytes_of(d["live"], site)
