@@ -7,7 +7,10 @@ import type { CountersSidecar } from "../src/core/model/types";
 import type { Replay } from "../src/core/replay/types";
 import type { Engine } from "./engine";
 
-export type LeaksAnswer = LeaksJson;
+export type LeaksAnswer = LeaksJson & {
+  /** Per step: the time (µs, the timeline's time axis) of its first and last event; null without times. */
+  stepTimes: [number, number][] | null;
+};
 
 const cache = new WeakMap<Replay, { counters: CountersSidecar | null; answer: LeaksAnswer }>();
 
@@ -19,15 +22,22 @@ export function leaksAnswer(engine: Engine, device: number): LeaksAnswer {
     const replay = engine.device(device).replay;
     const hit = cache.get(replay);
     if (hit && hit.counters === counters) return hit.answer;
-    const answer = traceLeaks(model, {
+    const json = traceLeaks(model, {
       counters,
       device,
       attribution: engine.attribution,
       replays: new Map([[device, replay]]),
       tableRows: 20,
     });
+    const stepTimes = replay.hasTime
+      ? json.steps.map((s): [number, number] => [replay.x[s.startEvent ?? 0], replay.x[s.endEvent ?? 0]])
+      : null;
+    const answer = { ...json, stepTimes };
     cache.set(replay, { counters, answer });
     return answer;
   }
-  return traceLeaks(model, { counters, device, attribution: engine.attribution, replays: new Map() });
+  return {
+    ...traceLeaks(model, { counters, device, attribution: engine.attribution, replays: new Map() }),
+    stepTimes: null,
+  };
 }
