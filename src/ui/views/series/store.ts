@@ -57,6 +57,8 @@ export interface SeriesState {
 const PARALLEL = 2;
 
 let generation = 0;
+/** The user picked the compared pair: keep it while more dumps arrive (else: the first and the last). */
+let pairByUser = false;
 let workers: { terminate: () => void }[] = [];
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
@@ -110,7 +112,7 @@ export const useSeries = create<SeriesState>()((set, get) => {
         result,
         refusal: null,
         pair:
-          pair && files.includes(pair[0]) && files.includes(pair[1])
+          pairByUser && pair && files.includes(pair[0]) && files.includes(pair[1])
             ? pair
             : [files[0], files[files.length - 1]],
       });
@@ -202,6 +204,7 @@ export const useSeries = create<SeriesState>()((set, get) => {
 
   async function begin(entries: SeriesEntry[]): Promise<void> {
     const mine = ++generation;
+    pairByUser = false;
     endWorkers();
     set({ entries, shown: true, status: "loading", result: null, refusal: null, selected: null, pair: null });
     beginWork();
@@ -253,6 +256,7 @@ export const useSeries = create<SeriesState>()((set, get) => {
       set({ selected: row });
     },
     setPair(pair) {
+      pairByUser = true;
       set({ pair });
     },
     dismiss() {
