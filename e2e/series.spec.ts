@@ -5,6 +5,8 @@
 
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "@playwright/test";
@@ -70,6 +72,34 @@ test.describe("series of dumps", () => {
     const grown2 = truth.dumps[truth.dumps.length - 1].leakBytes[0] - truth.dumps[4].leakBytes[0];
     await expect(cmp.locator(`[data-bytes="${grown2}"]`).first()).toBeVisible();
     expect(errors).toEqual([]);
+  });
+
+  test("#src with the dumps' URLs opens the series (it is in the link)", async ({ page }) => {
+    const server: Server = createServer((req, res) => {
+      const m = /^\/(peakscope-rank0-step\d\.pickle)$/.exec(req.url ?? "");
+      if (!m) {
+        res.writeHead(404, { "Access-Control-Allow-Origin": "*" }).end("not found");
+        return;
+      }
+      const body = readFileSync(join(dir, "list", m[1]));
+      res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Content-Length": body.length }).end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const srcs = [2, 3, 4, 5, 6, 7].map(
+        (s, i) =>
+          `${i === 0 ? "src" : `src${i + 1}`}=${encodeURIComponent(`http://127.0.0.1:${port}/peakscope-rank0-step${s}.pickle`)}`,
+      );
+      await page.goto(`./#v=1&${srcs.join("&")}`);
+      await waitIdle(page);
+      const view = page.getByRole("region", { name: "Series" });
+      await expect(view).toHaveAttribute("data-verdict", "leak");
+      await expect(view.locator("tr[data-kind=leak]")).toContainText("train.py:62 main");
+      expect(await page.evaluate(() => location.hash)).toContain("peakscope-rank0-step7.pickle");
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
   });
 
   test("the steady series: no leak, and the lazily made buffer is warm-up", async ({ page }) => {

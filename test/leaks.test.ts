@@ -9,7 +9,16 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { runLeaks } from "../src/cli/leaks";
 import { main } from "../src/cli/main";
 import { readSnapshotFile } from "../src/cli/read-file";
-import { analyseGrowth, type LeaksJson, stepFromFileName, stepFromTag, traceLeaks } from "../src/core/leaks/index";
+import {
+  analyseGrowth,
+  compareDumps,
+  type LeaksJson,
+  stepFromFileName,
+  stepFromTag,
+  summarizeDump,
+  traceLeaks,
+} from "../src/core/leaks/index";
+import { isSeries } from "../src/ui/views/series/detect";
 import { HAVE_REAL, python, REAL_DIR } from "./helpers/python";
 
 const MiB = 1 << 20;
@@ -33,7 +42,8 @@ interface SeriesTruth {
 }
 
 const root = mkdtempSync(join(tmpdir(), "peakscope-leaks-"));
-const trace = (leak: Leak, from: string, ann = true) => join(root, `t-${leak}-${from}${ann ? "" : "-noann"}.pickle`);
+const trace = (leak: Leak, from: string, ann = true) =>
+  join(root, `t-${leak}-${from}${ann ? "" : "-noann"}.pickle`);
 const series = (leak: Leak) => join(root, `s-${leak}`);
 const readJson = <T>(p: string): T => JSON.parse(readFileSync(p, "utf8")) as T;
 const dumpsOf = (dir: string) =>
@@ -83,7 +93,8 @@ describe("leaks in one trace (generated runs, truth from the bookkeeping)", () =
         expect(j.steps.map((s) => [s.step, s.endEvent, s.allocatedBytes])).toEqual(
           truth.steps.map((s) => [s.step, s.endEvent, s.allocatedBytes]),
         );
-        for (let k = 1; k < j.steps.length; k++) expect(j.steps[k].startEvent).toBe(truth.steps[k - 1].endEvent + 1);
+        for (let k = 1; k < j.steps.length; k++)
+          expect(j.steps[k].startEvent).toBe(truth.steps[k - 1].endEvent + 1);
         // The lazily made buffer (train.py:64) grows once and stops: warm-up, never a leak.
         const lazy = (rows: LiveRow[]) => rows.find((r) => r.site?.endsWith("train.py:64:main"))?.bytes ?? 0;
         const lazyStep = truth.steps.find((s) => lazy(s.live) > 0)?.step;
@@ -154,7 +165,10 @@ describe("leaks in one trace (generated runs, truth from the bookkeeping)", () =
     const cap = 256 * MiB;
     const truth = readJson<TraceTruth>(`${trace("graph", "start")}.truth.json`);
     const { json: j } = await leaksJson([trace("graph", "start"), "--capacity", "256MiB"]);
-    const perStep = truth.leakSites.reduce((s, _x, i) => s + evenGrowth(truth.steps.map((t) => t.leakBytes[i])), 0);
+    const perStep = truth.leakSites.reduce(
+      (s, _x, i) => s + evenGrowth(truth.steps.map((t) => t.leakBytes[i])),
+      0,
+    );
     const last = j.steps[j.steps.length - 1];
     // Peak of step s = the last step's peak + the growth per step × the steps since: the first s above cap.
     let s = last.step;
@@ -166,8 +180,10 @@ describe("leaks in one trace (generated runs, truth from the bookkeeping)", () =
   it("the JSON has the keys the issue names", async () => {
     const { json: j } = await leaksJson([trace("list", "start")]);
     for (const k of ["mode", "steps", "leaks", "verdict", "projectedOomStep"]) expect(j).toHaveProperty(k);
-    for (const k of ["step", "startEvent", "endEvent", "allocatedBytes", "peakBytes"]) expect(j.steps[0]).toHaveProperty(k);
-    for (const k of ["site", "category", "bytesPerStep", "steps", "liveBytesByStep"]) expect(j.leaks[0]).toHaveProperty(k);
+    for (const k of ["step", "startEvent", "endEvent", "allocatedBytes", "peakBytes"])
+      expect(j.steps[0]).toHaveProperty(k);
+    for (const k of ["site", "category", "bytesPerStep", "steps", "liveBytesByStep"])
+      expect(j.leaks[0]).toHaveProperty(k);
     const { json: s } = await leaksJson(dumpsOf(series("list")));
     for (const k of ["step", "file", "allocatedBytes", "peakBytes"]) expect(s.steps[0]).toHaveProperty(k);
   });
@@ -258,7 +274,9 @@ describe("leaks across a series of dumps", () => {
     expect(r.err).toMatch(/different ranks: .* is rank 0 .* is rank 1/);
     const m = await leaks([...files.slice(0, 3), ...dumpsOf(join(root, "other-model")).slice(3)]);
     expect(m.code).toBe(1);
-    expect(m.err).toMatch(/plainly different runs: their parameter blocks differ \(3 blocks, 24\.00 MiB against 4 blocks, 28\.00 MiB\)/);
+    expect(m.err).toMatch(
+      /plainly different runs: their parameter blocks differ \(3 blocks, 24\.00 MiB against 4 blocks, 28\.00 MiB\)/,
+    );
   });
 
   it("bad input: exit 1 with the reader's words; help lists the command", async () => {
@@ -269,7 +287,46 @@ describe("leaks across a series of dumps", () => {
     expect((await leaks(["a", "b", "--step-marker", "x"])).err).toMatch(/one file/);
     const out: string[] = [];
     expect(await main(["help"], { stdout: (s) => out.push(s), stderr: () => {} })).toBe(0);
-    expect(out.join("")).toMatch(/peakscope leaks FILE\.\.\. \[--json\] \[--capacity SIZE\] \[--step-marker REGEX\]/);
+    expect(out.join("")).toMatch(
+      /peakscope leaks FILE\.\.\. \[--json\] \[--capacity SIZE\] \[--step-marker REGEX\]/,
+    );
+  });
+});
+
+describe("the page's series: which files, and two dumps compared", () => {
+  it("a series is ≥ 3 files naming distinct steps (name or sidecar tag) and at most one rank", () => {
+    const steps = [
+      "peakscope-rank0-step2.pickle",
+      "peakscope-rank0-step3.pickle",
+      "peakscope-rank0-step4.pickle",
+    ];
+    expect(isSeries(steps, [null, null, null])).toBe(true);
+    expect(isSeries(steps.slice(0, 2), [null, null])).toBe(false); // two files: the comparison
+    const ranks = ["snapshot_rank0.pickle", "snapshot_rank1.pickle", "snapshot_rank2.pickle"];
+    expect(isSeries(ranks, [{ tag: "step2" }, { tag: "step2" }, { tag: "step2" }])).toBe(false); // the rank overview
+    expect(
+      isSeries(["a.pickle", "b.pickle", "c.pickle"], [{ tag: "step1" }, { tag: "step2" }, { tag: "step3" }]),
+    ).toBe(true);
+    expect(
+      isSeries(["r0-step1.pickle", "r0-step2.pickle", "x-step3.pickle"], [null, null, { rank: 1 }]),
+    ).toBe(true);
+    expect(
+      isSeries(["rank0-step1.pickle", "rank0-step2.pickle", "rank1-step3.pickle"], [null, null, null]),
+    ).toBe(false);
+  });
+
+  it("compareDumps of two summaries: the leak's growth in its category, as the truth says", async () => {
+    const truth = readJson<SeriesTruth>(join(series("list"), "series.truth.json"));
+    const [a, b] = [truth.dumps[0], truth.dumps[truth.dumps.length - 1]];
+    const sa = summarizeDump(await readSnapshotFile(join(series("list"), a.file)), a.file);
+    const sb = summarizeDump(await readSnapshotFile(join(series("list"), b.file)), b.file);
+    const c = compareDumps(sa, sb);
+    const sum = (rows: LiveRow[], cat: string) =>
+      rows.filter((r) => r.category === cat).reduce((s, r) => s + r.bytes, 0);
+    expect(c.categories.input).toBe(sum(b.live, "input") - sum(a.live, "input"));
+    const site = c.callSites.find((x) => truth.leakSites[0].site.endsWith(x.site));
+    expect(site?.deltaBytes).toBe(b.leakBytes[0] - a.leakBytes[0]);
+    expect(c.verdict).toMatch(/^growth/);
   });
 });
 

@@ -7,15 +7,7 @@
 
 import { create } from "zustand";
 import type { SeriesFileResult } from "../../../../workers/api";
-import {
-  type DumpSummary,
-  type LeaksJson,
-  SeriesInputError,
-  seriesLeaks,
-  stepFromFileName,
-  stepFromTag,
-} from "../../../core/leaks/index";
-import { rankFromFileName } from "../../../core/ranks/index";
+import { type DumpSummary, type LeaksJson, SeriesInputError, seriesLeaks } from "../../../core/leaks/index";
 import { manyFiles, refreshPageState } from "../../state/app";
 import { endWorker, separateWorker } from "../../state/client";
 import { checkUrl, DownloadError, download, nameOfUrl } from "../../state/download";
@@ -23,6 +15,7 @@ import { beginWork, endWork } from "../../state/idle";
 import { replaceHash } from "../../state/linkSync";
 import { writeManySources } from "../../state/ranksLink";
 import "../ranks/store"; // the rank overview plugs into manyFiles first; this wraps it
+import { isSeries } from "./detect";
 
 export type SeriesSource = { kind: "file"; file: File; counters: File | null } | { kind: "url"; url: string };
 
@@ -65,25 +58,6 @@ const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 function endWorkers(): void {
   for (const w of workers) w.terminate();
   workers = [];
-}
-
-/**
- * Files that are a series: three or more, every one naming a distinct step (file name `…step3…`, `_s3_`,
- * `-s3`, else its sidecar's `tag`), and no two naming different ranks (file name, else sidecar `rank`).
- */
-export function isSeries(names: string[], sidecars: ({ tag?: unknown; rank?: unknown } | null)[]): boolean {
-  if (names.length < 3) return false;
-  const distinct = (xs: (number | null)[]) => xs.every((x) => x !== null) && new Set(xs).size === xs.length;
-  const steps = names.map(stepFromFileName);
-  const tags = sidecars.map((s) => stepFromTag(typeof s?.tag === "string" ? s.tag : null));
-  if (!distinct(steps) && !distinct(tags)) return false;
-  const ranks = names.map((n, i) => {
-    const r = rankFromFileName(n);
-    if (r !== null) return r;
-    const s = sidecars[i]?.rank;
-    return typeof s === "number" ? s : null;
-  });
-  return new Set(ranks.filter((r) => r !== null)).size <= 1;
 }
 
 async function sidecarJson(f: File | null): Promise<{ tag?: unknown; rank?: unknown } | null> {
