@@ -10,6 +10,7 @@ for (const name of [
   "replay.bench.ts",
   "tree.bench.ts",
   "whatif.bench.ts",
+  "leaks.bench.ts",
 ]) {
   const path = join(import.meta.dirname, name);
   if (!existsSync(path)) continue;

@@ -7,8 +7,10 @@ import type { LoadPreview } from "../src/core/model/preview";
 import type { ReplayReport } from "../src/core/replay/report";
 import type { CompareJson, ReportJson, TotalsJson } from "../src/core/report/index";
 import type { HealthAnswer, HealthTimelineAnswer } from "./health";
+import type { LeaksAnswer } from "./leaks";
 import type { RankFileResult } from "./ranks";
 import type { ReportHtmlAnswer } from "./save-report";
+import type { SeriesFileResult } from "./series";
 import type {
   CompileRegionsAnswer,
   TreeAnswer,
@@ -39,9 +41,11 @@ export type {
   CompareJson,
   HealthAnswer,
   HealthTimelineAnswer,
+  LeaksAnswer,
   RankFileResult,
   ReplayReport,
   ReportJson,
+  SeriesFileResult,
   TotalsJson,
 };
 
@@ -440,6 +444,8 @@ export interface PeakscopeApi {
   fullStack(q: FullStackQuery): Promise<FrameText[]>;
   /** Allocator health of a device (workers/health.ts): verdicts, pending frees, fragmentation. */
   health(device: number): Promise<HealthAnswer>;
+  /** Steps of this device's trace and what grows between them (workers/leaks.ts, core traceLeaks). */
+  leaks(device: number): Promise<LeaksAnswer>;
   /** The health curves (cached, pending, inactive split) bucketed like `timeline`, for its overlay. */
   healthTimeline(q: TimelineQuery): Promise<HealthTimelineAnswer>;
   /** What if (workers/whatif.ts): the ranked suggestions for getting the peak down (no curves). */
@@ -501,6 +507,15 @@ export interface WorkerApi {
     name: string,
     counters: { text: string; name: string } | null,
   ): Promise<RankFileResult>;
+  /**
+   * The series view (workers/series.ts): reads one dump, summarises it (core summarizeDump) and drops the
+   * model. Used in workers of its own, two at a time, like rankSummary.
+   */
+  seriesSummary(
+    file: Blob,
+    name: string,
+    counters: { text: string; name: string } | null,
+  ): Promise<SeriesFileResult>;
   /** The call tree B − A (workers/tree.ts `treeDiff`), `base` being A; both sides open. */
   treeDiff(base: 0 | 1, q: TreeDiffQuery): Promise<TreeDiffAnswer>;
   /**

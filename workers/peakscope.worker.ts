@@ -10,9 +10,11 @@ import type { PeakscopeApi, WorkerApi } from "./api";
 import { compareEngines } from "./compare";
 import { Engine } from "./engine";
 import { healthAnswer, healthTimeline } from "./health";
+import { leaksAnswer } from "./leaks";
 import { stopReader } from "./parallel-reader";
 import { rankTransferables, summarizeRankFile } from "./ranks";
 import { reportHtml } from "./save-report";
+import { summarizeSeriesFile } from "./series";
 import { treeApi, treeDiffApi } from "./tree-api";
 import { cancelWarmUp, warmUp } from "./warm-up";
 import { whatIfCurve, whatIfOne, whatIfSpecs, whatIfSuggest } from "./whatif";
@@ -83,6 +85,7 @@ function sideApi(engine: Engine): PeakscopeApi {
     block: async (q, ref) => engine.block(q, ref),
     fullStack: async (q) => engine.fullStack(q),
     health: async (device) => healthAnswer(engine, device),
+    leaks: async (device) => leaksAnswer(engine, device),
     healthTimeline: async (q) => {
       const a = healthTimeline(engine, q);
       return Comlink.transfer(a, [a.cached.buffer, a.pending.buffer, a.inactiveSplit.buffer]);
@@ -120,6 +123,11 @@ const api: WorkerApi = {
     cancelWarmUp();
     const r = await summarizeRankFile(file, name, counters);
     return Comlink.transfer(r, rankTransferables(r));
+  },
+  seriesSummary: async (file, name, counters) => {
+    inUse = true;
+    cancelWarmUp();
+    return summarizeSeriesFile(file, name, counters);
   },
   treeDiff: treeDiffApi(engines),
   shutdown: async () => {

@@ -1,6 +1,6 @@
 // The peakscope CLI: `inspect` (what the reader sees), `report` (attribution, checks, compare, --html),
 // `view` (the page on localhost, opened at the file), `tree` (the call tree), `whatif` (peaks under
-// changes, suggestions) and `ranks` (many rank files).
+// changes, suggestions), `ranks` (many rank files) and `leaks` (growth across steps).
 
 import { SnapshotReadError } from "../core/formats/errors";
 import type { CliIo } from "./io";
@@ -13,6 +13,7 @@ export const USAGE = `usage:
   peakscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]
   peakscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]
   peakscope ranks FILE... [--json] [--jobs N]
+  peakscope leaks FILE... [--json] [--capacity SIZE] [--step-marker REGEX] [--threshold SIZE]
   peakscope whatif FILE [--counters SIDECAR] [--device N] [--remove SPEC]... [--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--capacity SIZE] [--json]
   peakscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up] [--folded] [--json] [--csv] [--group NAME=REGEX]... [--search TEXT|/RE/] [--range A..B [--measure live-at-end|allocated-in|freed-in]]
   peakscope help
@@ -28,16 +29,20 @@ export const USAGE = `usage:
            site:FILE:LINE, frame:TEXT); --suggest: ranked ways to lower the peak, which ones fit
   ranks    one row per rank file (or its report --json), the outliers above the median peak and the
            category that makes the difference; files read in parallel (worker threads)
+  leaks    what grows from one step to the next: one FILE, the steps inside its trace (annotations, else the
+           optimizer's repetition); several, dumps of one rank after different steps (step from the name
+           …step3…, else the sidecar's tag); names each leak (call site, category, bytes per step) and, with the
+           capacity known, the step at which memory runs out
 
 Sizes are MiB with two decimals (1 MiB = 1,048,576 B), exact bytes beside them where numbers are compared.
 report exit codes: 0 all checks passed or skipped, 2 a check failed, 1 unreadable input or bad usage;
-ranks: 2 when some rank is an outlier.
+ranks: 2 when some rank is an outlier; leaks: 2 when a leak is found, 0 when none.
 Capture snapshots with python/peakscope_hook.py (README, "Capture").
 `;
 
 const HELP = new Set(["help", "--help", "-h"]);
 const VERSION = new Set(["--version", "-V", "version"]);
-const COMMANDS = new Set(["inspect", "report", "view", "ranks", "tree", "whatif"]);
+const COMMANDS = new Set(["inspect", "report", "view", "ranks", "tree", "whatif", "leaks"]);
 
 const processIo: CliIo = {
   stdout: (s) => process.stdout.write(s),
@@ -84,6 +89,10 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
     if (command === "ranks") {
       const { runRanks } = await import("./ranks");
       return await runRanks(args, io);
+    }
+    if (command === "leaks") {
+      const { runLeaks } = await import("./leaks");
+      return await runLeaks(args, io);
     }
     io.stderr(command === undefined ? USAGE : `peakscope: unknown command ${command}\n${USAGE}`);
     return 1;

@@ -20,6 +20,8 @@ import { HealthPanel } from "./views/health/HealthPanel";
 import { RankOverview, RanksBackBar } from "./views/ranks/RankOverview";
 import { useRanks } from "./views/ranks/store";
 import { SegmentMap } from "./views/segment-map/SegmentMap";
+import { SeriesView } from "./views/series/SeriesView";
+import { useSeries } from "./views/series/store";
 import { SidePanel } from "./views/side-panel/SidePanel";
 import { SummaryPanel } from "./views/side-panel/SummaryPanel";
 import { Timeline } from "./views/timeline/Timeline";
@@ -27,6 +29,7 @@ import { Timeline } from "./views/timeline/Timeline";
 export function App() {
   const mode = useApp((a) => a.mode);
   const ranksShown = useRanks((r) => r.shown);
+  const seriesShown = useSeries((s) => s.shown);
   useKeyboard();
 
   useEffect(() => {
@@ -40,7 +43,11 @@ export function App() {
       <main className="page">
         <Notices />
         <RanksBackBar />
-        {ranksShown ? (
+        {seriesShown ? (
+          <ErrorBoundary name="series">
+            <SeriesView />
+          </ErrorBoundary>
+        ) : ranksShown ? (
           <ErrorBoundary name="rank overview">
             <RankOverview />
           </ErrorBoundary>
@@ -113,7 +120,7 @@ function EmptyState() {
       <p>
         Or use <strong>Open snapshot…</strong> above, or <strong>Open demo</strong> to try a generated one.
         Drop two files at once to compare them side by side; more than two (or a folder of them) open as a
-        rank overview.
+        rank overview, or as a series when they are one rank's dumps after different steps (…step3…).
       </p>
       <p className="privacy">
         Your file never leaves this machine: it is read by this page, in a background thread, and nothing is

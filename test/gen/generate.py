@@ -3,7 +3,8 @@
 
 Python 3 standard library only. Run `python3 test/gen/generate.py -h`; see test/gen/README.md.
 Importable too: `import generate` (with test/gen on sys.path) exposes one function per subcommand:
-known(), demo(), variants(), hostile(), truncate(), big(), random_trace(), memo_overwrite(), ranks().
+known(), demo(), variants(), hostile(), truncate(), big(), random_trace(), memo_overwrite(), ranks(),
+leaks().
 """
 
 import argparse
@@ -91,6 +92,14 @@ def ranks(outdir, n, outlier=None):
     return rk.write_all(outdir, n, outlier)
 
 
+def leaks(out, leak=None, record_from="start", series=False, steps=8, annotations=True, extra_parameter=False):
+    """A run with a planted leak (list, graph, cache) or none: one trace (OUT) or a series of dumps (OUT a folder)."""
+    from memgen import leakrun
+    if series:
+        return leakrun.write_series(out, leak, range(2, steps), steps, extra_parameter)
+    return leakrun.write_trace(out, leak, record_from, steps, annotations)
+
+
 def memo_overwrite(out):
     """A hand-assembled pickle whose frame memo slot is overwritten by PUT between identical entries."""
     from memgen import handpickle
@@ -150,6 +159,18 @@ def main(argv=None):
                     help="this rank also keeps a 64 MiB own-code buffer (category input) alive")
     rk.add_argument("outdir")
 
+    lk = sub.add_parser("leaks", help=leaks.__doc__.splitlines()[0])
+    lk.add_argument("--leak", choices=["list", "graph", "cache", "none"], default="none")
+    lk.add_argument("--record-from", choices=["start", "after-build"], default="start")
+    lk.add_argument("--series", action="store_true",
+                    help="OUT is a folder: dumps after steps 2..STEPS-1 (peakscope-rank0-stepN.pickle)")
+    lk.add_argument("--steps", type=int, default=8)
+    lk.add_argument("--no-annotations", action="store_true",
+                    help="no external_annotations: steps only from the trace's repetition")
+    lk.add_argument("--extra-parameter", action="store_true",
+                    help="another model (one more 4 MiB parameter): a different run")
+    lk.add_argument("out")
+
     mo = sub.add_parser("memo-overwrite", help=memo_overwrite.__doc__.splitlines()[0])
     mo.add_argument("out")
 
@@ -177,6 +198,11 @@ def main(argv=None):
         if a.outlier is not None and not 0 <= a.outlier < a.ranks:
             p.error(f"--outlier {a.outlier} is not one of the ranks 0..{a.ranks - 1}")
         ranks(a.outdir, a.ranks, a.outlier)
+    elif a.cmd == "leaks":
+        if a.series and a.record_from != "start":
+            p.error("--series records from the start")
+        leaks(a.out, None if a.leak == "none" else a.leak, a.record_from, a.series, a.steps, not a.no_annotations,
+              a.extra_parameter)
     elif a.cmd == "random-trace":
         random_trace(a.out, a.seed, a.events)
     return 0

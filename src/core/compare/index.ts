@@ -34,7 +34,8 @@ export interface Comparison {
   verdict: string;
 }
 
-interface Tally {
+/** What a comparison needs of one side: bytes per category (CATEGORY_NAMES order) and per (site, category). */
+export interface Tally {
   categories: number[];
   /** portableKey \0 category → bytes */
   siteCat: Map<string, number>;
@@ -60,8 +61,11 @@ function tally(side: CompareSide): Tally {
 }
 
 export function compareSnapshots(base: CompareSide, other: CompareSide, maxSites = 20): Comparison {
-  const a = tally(base);
-  const b = tally(other);
+  return compareTallies(tally(base), tally(other), maxSites);
+}
+
+/** The comparison of two tallies (two snapshots, or two dumps of a series summarised apart). */
+export function compareTallies(a: Tally, b: Tally, maxSites = 20): Comparison {
   const categories: Record<string, number> = {};
   const deltas = CATEGORY_NAMES.map((name, i) => {
     const d = b.categories[i] - a.categories[i];

@@ -16,6 +16,7 @@ import { SeeCapture } from "../../components/SeeCapture";
 import { formatBytes, formatCount, formatPercent } from "../../format";
 import { useApp } from "../../state/app";
 import { useSide, useSideKey } from "../../state/store";
+import { GrowthSection } from "../series/GrowthSection";
 import { WhatIfPanel, WhatIfSelectionBar } from "../whatif/WhatIfPanel";
 import {
   InferenceNotes,
@@ -78,6 +79,7 @@ export function SidePanel({ inColumn = false }: { inColumn?: boolean } = {}) {
         </section>
       )}
       {report && <CallSites report={report} />}
+      {panel.replay && <GrowthSection />}
       {report && (report.notes.length > 0 || report.noStackReasons.length > 0) && (
         <section className="card" aria-labelledby={`notes-title-${k}`}>
           <h2 id={`notes-title-${k}`}>Notes</h2>

@@ -28,6 +28,7 @@ import {
   TreeSearchLegend,
 } from "../call-tree/TimelineLayers";
 import { HealthOverlay, HealthOverlayToggles } from "../health/HealthOverlay";
+import { StepBands } from "../series/StepBands";
 import { WhatIfOverlay } from "../whatif/WhatIfOverlay";
 import { CategoryLegend } from "./CategoryLegend";
 import { Overview } from "./Overview";
@@ -454,6 +455,7 @@ export function Timeline() {
             if (compare) setCursor(null);
           }}
         />
+        <StepBands height={HEIGHT} />
         <HealthOverlay height={HEIGHT} />
         <WhatIfOverlay height={HEIGHT} />
         <TreeSearchLayer height={HEIGHT} />

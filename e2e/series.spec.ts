@@ -1,0 +1,129 @@
+// A series of dumps (test/gen/generate.py leaks --series: dumps after steps 2–7, a kept list planted) dropped
+// on the page opens the Series view: the growth table with the leak (site and bytes from series.truth.json),
+// a site's live bytes per dump on click, two dumps compared; the steady series says no leak. One trace with a
+// leak shows its steps as bands on the timeline and the Growth section naming the leak.
+
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { expect, test } from "@playwright/test";
+import { dropFiles, ROOT, waitIdle, watchConsole } from "./helpers";
+
+interface SeriesTruth {
+  leakSites: { site: string; category: string }[];
+  dumps: { file: string; step: number; leakBytes: number[] }[];
+}
+
+const dir = mkdtempSync(join(tmpdir(), "peakscope-series-e2e-"));
+const gen = (args: string[]) =>
+  execFileSync("python3", [join(ROOT, "test/gen/generate.py"), "leaks", ...args]);
+const filesOf = (d: string) =>
+  readdirSync(d)
+    .filter((f) => f.endsWith(".pickle") || f.endsWith(".counters.json"))
+    .map((f) => join(d, f));
+
+test.describe("series of dumps", () => {
+  test.beforeAll(() => {
+    gen(["--leak", "list", "--series", join(dir, "list")]);
+    gen(["--leak", "none", "--series", join(dir, "none")]);
+    gen(["--leak", "cache", join(dir, "trace-cache.pickle")]);
+  });
+
+  test("a series with a kept list: the growth table names the leak; a site per dump; two dumps compared", async ({
+    page,
+  }) => {
+    const errors = watchConsole(page);
+    const truth = JSON.parse(readFileSync(join(dir, "list", "series.truth.json"), "utf8")) as SeriesTruth;
+    await page.goto("/");
+    await dropFiles(page, filesOf(join(dir, "list")));
+    const view = page.getByRole("region", { name: "Series" });
+    await expect(view).toBeVisible();
+    await expect(page.locator("body")).toHaveAttribute("data-mode", "series");
+    await waitIdle(page);
+    await expect(view).toHaveAttribute("data-verdict", "leak");
+    const leak = truth.leakSites[0];
+    const label = `${leak.site
+      .split("/")
+      .pop()
+      ?.replace(/:main$/, "")} main`; // train.py:62 main
+    await expect(view.getByTestId("series-leak")).toContainText(label);
+    await expect(view.getByTestId("series-leak")).toContainText("2.00 MiB");
+    const table = view.getByRole("table", { name: "Growth per call site and category" });
+    await expect(table.locator("thead th")).toContainText(truth.dumps.map((d) => `step ${d.step}`));
+    const row = table.locator("tr[data-kind=leak]");
+    await expect(row).toHaveCount(1);
+    await expect(row).toContainText(label);
+    await row.click();
+    const site = view.getByTestId("series-site");
+    await expect(site.locator("li")).toHaveCount(truth.dumps.length);
+    const shown = await site
+      .locator("[data-bytes]")
+      .evaluateAll((els) => els.map((e) => Number(e.getAttribute("data-bytes"))));
+    expect(shown).toEqual(truth.dumps.map((d) => d.leakBytes[0]));
+    // Compare: first and last dump by default; the input category grew by the leak's bytes.
+    const grown = truth.dumps[truth.dumps.length - 1].leakBytes[0] - truth.dumps[0].leakBytes[0];
+    const cmp = view.getByTestId("series-compare");
+    await expect(cmp.getByTestId("series-compare-verdict")).toContainText("growth");
+    await expect(cmp.locator(`[data-bytes="${grown}"]`).first()).toBeVisible();
+    await cmp.getByRole("combobox", { name: "Compare dump A" }).selectOption({ index: 4 });
+    const grown2 = truth.dumps[truth.dumps.length - 1].leakBytes[0] - truth.dumps[4].leakBytes[0];
+    await expect(cmp.locator(`[data-bytes="${grown2}"]`).first()).toBeVisible();
+    expect(errors).toEqual([]);
+  });
+
+  test("#src with the dumps' URLs opens the series (it is in the link)", async ({ page }) => {
+    const server: Server = createServer((req, res) => {
+      const m = /^\/(peakscope-rank0-step\d\.pickle)$/.exec(req.url ?? "");
+      if (!m) {
+        res.writeHead(404, { "Access-Control-Allow-Origin": "*" }).end("not found");
+        return;
+      }
+      const body = readFileSync(join(dir, "list", m[1]));
+      res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Content-Length": body.length }).end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const srcs = [2, 3, 4, 5, 6, 7].map(
+        (s, i) =>
+          `${i === 0 ? "src" : `src${i + 1}`}=${encodeURIComponent(`http://127.0.0.1:${port}/peakscope-rank0-step${s}.pickle`)}`,
+      );
+      await page.goto(`./#v=1&${srcs.join("&")}`);
+      await waitIdle(page);
+      const view = page.getByRole("region", { name: "Series" });
+      await expect(view).toHaveAttribute("data-verdict", "leak");
+      await expect(view.locator("tr[data-kind=leak]")).toContainText("train.py:62 main");
+      expect(await page.evaluate(() => location.hash)).toContain("peakscope-rank0-step7.pickle");
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  test("the steady series: no leak, and the lazily made buffer is warm-up", async ({ page }) => {
+    await page.goto("/");
+    await dropFiles(page, filesOf(join(dir, "none")));
+    const view = page.getByRole("region", { name: "Series" });
+    await waitIdle(page);
+    await expect(view).toHaveAttribute("data-verdict", "none");
+    await expect(view.getByTestId("series-verdict")).toContainText("no growth found");
+    await expect(view.getByTestId("series-leak")).toHaveCount(0);
+    await expect(view.locator("tr[data-kind=one-off]")).toContainText("train.py:64 main");
+  });
+
+  test("one trace: steps as bands on the timeline, and the Growth section names the leak", async ({
+    page,
+  }) => {
+    await page.goto("/");
+    await dropFiles(page, [join(dir, "trace-cache.pickle")]);
+    await waitIdle(page);
+    const growth = page.getByTestId("growth");
+    await expect(growth).toHaveAttribute("data-verdict", "leak");
+    await expect(growth.getByTestId("growth-leak")).toContainText("train.py:63 main");
+    await expect(growth.getByTestId("growth-leak")).toContainText("+1.00 MiB");
+    await expect(growth.getByTestId("growth-steps").locator("tbody tr")).toHaveCount(8);
+    await expect(page.getByTestId("step-bands")).toHaveAttribute("aria-label", /step 1 kept .*step 8/);
+  });
+});

@@ -1,0 +1,300 @@
+// The series view's state: several dumps of one rank opened at once (dropped or picked, or `#src` URLs whose
+// names give steps) become one story — allocated and each category per dump, the growth table, the verdict.
+// Each dump is read in a worker of its own, two at a time, summarised (core summarizeDump) and its model
+// dropped, with the rank overview's machinery (state/client separateWorker / endWorker), so memory stays
+// bounded whatever the number of dumps. It plugs in before the rank overview: files that are a series come
+// here, the rest go on to the overview (state/app `manyFiles`).
+
+import { create } from "zustand";
+import type { SeriesFileResult } from "../../../../workers/api";
+import { type DumpSummary, type LeaksJson, SeriesInputError, seriesLeaks } from "../../../core/leaks/index";
+import { manyFiles, refreshPageState } from "../../state/app";
+import { endWorker, separateWorker } from "../../state/client";
+import { checkUrl, DownloadError, download, nameOfUrl } from "../../state/download";
+import { beginWork, endWork } from "../../state/idle";
+import { replaceHash } from "../../state/linkSync";
+import { writeManySources } from "../../state/ranksLink";
+import "../ranks/store"; // the rank overview plugs into manyFiles first; this wraps it
+import { isSeries } from "./detect";
+
+export type SeriesSource = { kind: "file"; file: File; counters: File | null } | { kind: "url"; url: string };
+
+export interface SeriesEntry {
+  id: number;
+  name: string;
+  source: SeriesSource;
+  status: "waiting" | "downloading" | "reading" | "done" | "error";
+  summary: DumpSummary | null;
+  error: string | null;
+}
+
+export interface SeriesState {
+  entries: SeriesEntry[];
+  shown: boolean;
+  status: "idle" | "loading" | "ready";
+  /** core seriesLeaks over the dumps read so far (null until two are read, or when refused: `refusal`). */
+  result: LeaksJson | null;
+  refusal: string | null;
+  /** The growth-table row picked (site + category), shown as its live bytes per dump. */
+  selected: { site: string; category: string } | null;
+  /** The two dumps compared (entry names), B − A. */
+  pair: [string, string] | null;
+  openFiles(snapshots: File[], counters: (File | null)[]): Promise<void>;
+  openUrls(urls: string[]): Promise<void>;
+  select(row: { site: string; category: string } | null): void;
+  setPair(pair: [string, string]): void;
+  dismiss(): void;
+}
+
+/** How many files are read at once (each in its own worker), as the rank overview. */
+const PARALLEL = 2;
+
+let generation = 0;
+/** The user picked the compared pair: keep it while more dumps arrive (else: the first and the last). */
+let pairByUser = false;
+let workers: { terminate: () => void }[] = [];
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+function endWorkers(): void {
+  for (const w of workers) w.terminate();
+  workers = [];
+}
+
+async function sidecarJson(f: File | null): Promise<{ tag?: unknown; rank?: unknown } | null> {
+  if (!f) return null;
+  try {
+    return JSON.parse(await f.text());
+  } catch {
+    return null;
+  }
+}
+
+export const useSeries = create<SeriesState>()((set, get) => {
+  function recompute(): void {
+    const done = get()
+      .entries.filter((e) => e.summary)
+      .map((e) => e.summary as DumpSummary);
+    if (done.length < 2) {
+      set({ result: null, refusal: null });
+      return;
+    }
+    try {
+      const result = seriesLeaks(done);
+      const pair = get().pair;
+      const files = result.steps.map((s) => s.file as string);
+      set({
+        result,
+        refusal: null,
+        pair:
+          pairByUser && pair && files.includes(pair[0]) && files.includes(pair[1])
+            ? pair
+            : [files[0], files[files.length - 1]],
+      });
+    } catch (e) {
+      if (e instanceof SeriesInputError) set({ result: null, refusal: e.message });
+      else throw e;
+    }
+  }
+
+  function patch(id: number, p: Partial<SeriesEntry>): void {
+    set({ entries: get().entries.map((e) => (e.id === id ? { ...e, ...p } : e)) });
+  }
+
+  async function readAll(mine: number): Promise<void> {
+    const queue = get().entries.map((e) => e.id);
+    const one = async () => {
+      let w: Awaited<ReturnType<typeof separateWorker>> | null = null;
+      let handle: { terminate: () => void } | null = null;
+      try {
+        while (queue.length > 0 && generation === mine) {
+          const id = queue.shift() as number;
+          const entry = get().entries.find((e) => e.id === id);
+          if (!entry) continue;
+          let blob: Blob;
+          let counters: { text: string; name: string } | null = null;
+          try {
+            if (entry.source.kind === "url") {
+              patch(id, { status: "downloading" });
+              const checked = checkUrl(entry.source.url);
+              if ("error" in checked)
+                throw new DownloadError(`${entry.source.url} cannot be loaded: ${checked.error}.`);
+              const controller = new AbortController();
+              const timer = setInterval(() => generation !== mine && controller.abort(), 250);
+              try {
+                blob = await download(checked.url, () => {}, controller.signal);
+              } finally {
+                clearInterval(timer);
+              }
+            } else {
+              blob = entry.source.file;
+              const c = entry.source.counters;
+              if (c) counters = { text: await c.text(), name: c.name };
+            }
+          } catch (e) {
+            if (generation !== mine) return;
+            patch(id, { status: "error", error: message(e) });
+            continue;
+          }
+          if (generation !== mine) return;
+          patch(id, { status: "reading" });
+          let result: SeriesFileResult;
+          try {
+            if (!w) {
+              w = await separateWorker();
+              const { worker, root } = w;
+              handle = { terminate: () => endWorker(worker, root) };
+              workers.push(handle);
+            }
+            result = await Promise.race([w.root.seriesSummary(blob, entry.name, counters), w.ended]);
+          } catch (e) {
+            result = {
+              ok: false,
+              file: entry.name,
+              message: `The worker reading it stopped: ${message(e)}`,
+              cancelled: false,
+            };
+            if (handle) {
+              handle.terminate();
+              workers = workers.filter((x) => x !== handle);
+            }
+            w = null;
+          }
+          if (generation !== mine) return;
+          if (result.ok) {
+            patch(id, { status: "done", summary: result.summary, error: null });
+            recompute();
+          } else patch(id, { status: "error", error: result.message });
+        }
+      } finally {
+        if (handle) {
+          (handle as { terminate: () => void }).terminate();
+          workers = workers.filter((x) => x !== handle);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PARALLEL, queue.length) }, one));
+    if (generation === mine) set({ status: "ready" });
+  }
+
+  async function begin(entries: SeriesEntry[]): Promise<void> {
+    const mine = ++generation;
+    pairByUser = false;
+    endWorkers();
+    set({ entries, shown: true, status: "loading", result: null, refusal: null, selected: null, pair: null });
+    beginWork();
+    try {
+      await readAll(mine);
+    } finally {
+      endWork();
+    }
+  }
+
+  return {
+    entries: [],
+    shown: false,
+    status: "idle",
+    result: null,
+    refusal: null,
+    selected: null,
+    pair: null,
+    openFiles(snapshots, counters) {
+      replaceHash(""); // a link never carries a dropped file
+      return begin(
+        snapshots.map((file, i) => ({
+          id: i,
+          name: file.name,
+          source: { kind: "file", file, counters: counters[i] ?? null },
+          status: "waiting",
+          summary: null,
+          error: null,
+        })),
+      );
+    },
+    openUrls(urls) {
+      replaceHash(`#${writeManySources(urls)}`);
+      return begin(
+        urls.map((url, i) => {
+          const c = checkUrl(url);
+          return {
+            id: i,
+            name: "error" in c ? url : nameOfUrl(c.url),
+            source: { kind: "url", url },
+            status: "waiting",
+            summary: null,
+            error: null,
+          };
+        }),
+      );
+    },
+    select(row) {
+      set({ selected: row });
+    },
+    setPair(pair) {
+      pairByUser = true;
+      set({ pair });
+    },
+    dismiss() {
+      if (!get().shown && get().entries.length === 0) return;
+      generation++;
+      endWorkers();
+      set({
+        entries: [],
+        shown: false,
+        status: "idle",
+        result: null,
+        refusal: null,
+        selected: null,
+        pair: null,
+      });
+    },
+  };
+});
+
+// Plug in before the rank overview: a series comes here, anything else goes on to it.
+const ranks = { ...manyFiles };
+manyFiles.open = async (snapshots, counters) => {
+  const sidecars = await Promise.all(counters.map(sidecarJson));
+  if (
+    isSeries(
+      snapshots.map((f) => f.name),
+      sidecars,
+    )
+  ) {
+    ranks.onFresh?.(); // the overview, if it was on screen, goes
+    return useSeries.getState().openFiles(snapshots, counters);
+  }
+  useSeries.getState().dismiss();
+  return ranks.open?.(snapshots, counters);
+};
+manyFiles.openUrls = async (urls) => {
+  const names = urls.map((u) => {
+    const c = checkUrl(u);
+    return "error" in c ? u : nameOfUrl(c.url);
+  });
+  if (
+    isSeries(
+      names,
+      names.map(() => null),
+    )
+  ) {
+    ranks.onFresh?.();
+    return useSeries.getState().openUrls(urls);
+  }
+  useSeries.getState().dismiss();
+  return ranks.openUrls?.(urls);
+};
+manyFiles.onFresh = () => {
+  useSeries.getState().dismiss();
+  ranks.onFresh?.();
+};
+manyFiles.pageState = () => {
+  const s = useSeries.getState();
+  if (s.shown)
+    return {
+      state: s.status === "loading" ? "loading" : "ready",
+      mode: "series",
+      title: `Series (${s.entries.length} dumps) — peakscope`,
+    };
+  return ranks.pageState?.() ?? null;
+};
+useSeries.subscribe(refreshPageState);
