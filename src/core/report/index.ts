@@ -8,6 +8,7 @@ import { compareSnapshots, type SiteDelta } from "../compare";
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
 import { type PeakReport, type ReplayInputs, type ReplayReport, replayReport } from "../replay/report";
 import { formatBytes } from "./format";
+import { checksForSource, deviceOf, type SourceJson, sourceJson } from "./source";
 import { categoryRecord, computeTotals, type DeviceTotals } from "./totals";
 
 export interface TotalsJson {
@@ -80,6 +81,8 @@ export interface ReportJson {
   topCallSites: CallSiteJson[];
   compare: CompareJson | null;
   file: string;
+  /** What kind of file it was (snapshot, profiler-trace, memory-timeline, memoryviz-html) and what it lacks. */
+  source: SourceJson;
   /** Σ categories + reconciliationBytes = totals.allocatedBytes, exactly. */
   reconciliationBytes: number;
   pendingFreeBytes: number;
@@ -87,7 +90,9 @@ export interface ReportJson {
   peak: PeakReport | null;
   /** peak.allocatedBytes − the snapshot's allocated bytes on the peak's device. */
   snapshotVsPeakGapBytes: number | null;
-  timeline: ReplayReport["timeline"];
+  timeline: Omit<ReplayReport["timeline"], "devices"> & {
+    devices: (ReplayReport["timeline"]["devices"][number] & { deviceType: string })[];
+  };
   counters: { device: number | null; tag: string | null } | null;
   /** Why some blocks have no stack (most likely first), when some do. */
   noStackReasons: string[];
@@ -294,6 +299,11 @@ function emptyTimeline(): ReplayReport["timeline"] {
   };
 }
 
+/** timeline.devices[] with each device as the file names it (deviceType; CPU's id −1). */
+function timelineWithDevices(model: SnapshotModel, t: ReplayReport["timeline"]): ReportJson["timeline"] {
+  return { ...t, devices: t.devices.map((d) => ({ ...d, ...deviceOf(model, d.device) })) };
+}
+
 /** Builds the report object (pure: no I/O). */
 export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): ReportJson {
   const a = opts.attribution ?? attribute(model);
@@ -362,15 +372,16 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     inferredBytes: inference.inferredBytes,
     unknownBytesByReason: inference.unknownBytesByReason,
     workspaceBytes: inference.workspaceBytes,
-    checks: checks.map(checkJson),
+    checks: checksForSource(model, checks.map(checkJson)),
     topCallSites: topCallSites(model, a, opts.topSites ?? 20),
     compare,
     file: model.source.fileName,
+    source: sourceJson(model),
     reconciliationBytes: o.reconciliationBytes,
     pendingFreeBytes: sum(o.pendingFreeCategoryBytes),
     peak: replay?.peak ?? null,
     snapshotVsPeakGapBytes: replay?.snapshotVsPeakGapBytes ?? null,
-    timeline: replay?.timeline ?? emptyTimeline(),
+    timeline: timelineWithDevices(model, replay?.timeline ?? emptyTimeline()),
     counters: counters ? { device: counters.device, tag: counters.tag } : null,
     noStackReasons: noStackBytes > 0 ? a.noStackReasons : [],
     notes: notesFor(model, counters, o),
