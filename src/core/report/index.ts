@@ -271,6 +271,8 @@ export function replayInputs(a: Attribution): ReplayInputs {
     traceBeforeRule: a.traceBeforeRule,
     blockWorkspace: a.blockWorkspace,
     ruleInferred: Uint8Array.from(a.rules, (r) => (r.inferred ? 1 : 0)),
+    traceRule: a.traceRule,
+    traceRuleInferred: Uint8Array.from(a.rules, (r) => (r.id === "profiler-span" ? 1 : 0)),
     categoryNames: [...a.categoryNames],
     siteKeys: a.sites.map((s) => s.key),
   };
