@@ -13,6 +13,7 @@ import { SnapshotReadError } from "../src/core/formats/errors";
 import { readSnapshot } from "../src/core/formats/read";
 import { stackFrames } from "../src/core/model/builder";
 import { Action } from "../src/core/model/types";
+import { rankOverview, summaryFromReport } from "../src/core/ranks";
 import { buildReport } from "../src/core/report";
 import { readPath } from "./helpers/model";
 import { python, REPO } from "./helpers/python";
@@ -147,6 +148,20 @@ describe("artifacts: the generator's known run", () => {
       });
     });
   }
+
+  it("two ranks: the rank overview takes the rank from distributedInfo, with each rank's peak", async () => {
+    // names that say no rank: the ranks come from the traces themselves
+    const t1 = gen("x.json", ["--rank", "1"]);
+    const t0 = gen("y.json", ["--rank", "0", "--no-stack"]);
+    const summaries = [];
+    for (const f of ["x.json", "y.json"]) {
+      const report = buildReport(await readPath(join(dir, f)));
+      summaries.push(summaryFromReport(report, join(dir, f)));
+    }
+    const o = rankOverview(summaries);
+    const byRank = Object.fromEntries(o.ranks.map((r) => [r.rank, r.peakBytes]));
+    expect(byRank).toEqual({ 0: t0.peakAllocatedBytes, 1: t1.peakAllocatedBytes });
+  });
 
   it("raw timeline of the known run: the peak and categories equal the generator's", async () => {
     const truth = gen("raw.json.gz", ["--raw"]);
