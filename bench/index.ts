@@ -5,6 +5,7 @@ import { join } from "node:path";
 
 for (const name of [
   "read.bench.ts",
+  "artifacts.bench.ts",
   "attribution.bench.ts",
   "replay.bench.ts",
   "tree.bench.ts",

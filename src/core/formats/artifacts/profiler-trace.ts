@@ -334,6 +334,8 @@ function buildModel(c: Collected): SnapshotModel {
     list.push(i);
   }
   const frameIds: number[] = [];
+  /** The frame of each span, interned once (-1: not yet; -2: a python_function that is not a frame). */
+  const frameOfSpan = new Int32Array(spans.length).fill(-1);
   for (const [th, events] of byThread) {
     const list = spansByThread.get(th) ?? [];
     const open: number[] = [];
@@ -361,9 +363,12 @@ function buildModel(c: Collected): SnapshotModel {
         const name = strings[spans.cols[S_NAME][s]];
         const cat = spans.cols[S_CAT][s];
         if (cat === pyCat) {
-          const py = parsePythonFunction(name);
-          if (py) {
-            frameIds.push(b.internFrame(py.filename, py.line, py.name));
+          if (frameOfSpan[s] === -1) {
+            const py = parsePythonFunction(name);
+            frameOfSpan[s] = py ? b.internFrame(py.filename, py.line, py.name) : -2;
+          }
+          if (frameOfSpan[s] >= 0) {
+            frameIds.push(frameOfSpan[s]);
             f.hasPython = true;
           }
           continue;
@@ -373,7 +378,8 @@ function buildModel(c: Collected): SnapshotModel {
         if (name.startsWith("autograd::engine::evaluate_function")) f.inBackward = true;
         if (name.startsWith("Optimizer.step#") && Number.isNaN(f.optimizerStepEnd))
           f.optimizerStepEnd = sEnd[s];
-        frameIds.push(b.internFrame(strings[cat] || "op", 0, name));
+        if (frameOfSpan[s] === -1) frameOfSpan[s] = b.internFrame(strings[cat] || "op", 0, name);
+        frameIds.push(frameOfSpan[s]);
       }
       stackOf[i] = frameIds.length > 0 ? b.internStack(frameIds) : EMPTY_STACK;
       facts[i] = f;

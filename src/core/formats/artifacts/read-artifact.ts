@@ -6,15 +6,32 @@ import { readMemoryTimeline, timelineForm } from "./memory-timeline";
 import { pickleFromMemoryVizPage } from "./memoryviz-html";
 import { looksLikeChromeTrace, readProfilerTrace } from "./profiler-trace";
 
-/** Bytes → text slices (UTF-8, a character split across slices kept whole). */
+/**
+ * Bytes → text slices (UTF-8, a character split across slices kept whole). Each slice is cut after its
+ * last ASCII byte and decoded in one non-streaming call (the rest goes with the next slice): a
+ * streaming TextDecoder is several times slower on big slices (1.4 s of 4 s for a 50 MB trace in Node).
+ */
 export async function* textOf(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
   const decoder = new TextDecoder("utf-8");
-  for await (const c of chunks) {
-    const t = decoder.decode(c, { stream: true });
-    if (t.length > 0) yield t;
+  let rest: Uint8Array | null = null;
+  for await (const chunk of chunks) {
+    let c = chunk;
+    if (rest !== null) {
+      const joined = new Uint8Array(rest.length + c.length);
+      joined.set(rest);
+      joined.set(c, rest.length);
+      c = joined;
+      rest = null;
+    }
+    let cut = c.length;
+    while (cut > 0 && c[cut - 1] >= 0x80 && c.length - cut < 8) cut--;
+    if (cut < c.length) {
+      rest = c.slice(cut);
+      c = c.subarray(0, cut);
+    }
+    if (c.length > 0) yield decoder.decode(c);
   }
-  const last = decoder.decode();
-  if (last.length > 0) yield last;
+  if (rest !== null) yield decoder.decode(rest);
 }
 
 /** Reads a Chrome trace when `head` (the first decompressed bytes) shows one; null otherwise (nothing read). */
