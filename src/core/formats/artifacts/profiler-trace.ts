@@ -170,8 +170,10 @@ export async function readProfilerTrace(
     let id = stringIds.get(s);
     if (id === undefined) {
       id = strings.length;
-      strings.push(s);
-      stringIds.set(s, id);
+      // a copy: a slice of the text would keep its whole 16 MB slice of the file alive
+      const own = JSON.parse(JSON.stringify(s)) as string;
+      strings.push(own);
+      stringIds.set(own, id);
     }
     return id;
   };
