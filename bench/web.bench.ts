@@ -17,7 +17,8 @@
 // after idle, 60 wheel events over the timeline plot (30 in, 30 out; each awaited), frame times from
 // requestAnimationFrame deltas from the first wheel to idle after the last.
 //
-//   BENCH_WEB_FILES=100,real,1000  which files (default all three); 100/1000 are generated if missing
+//   BENCH_WEB_FILES=100,real,1000  which files (default all three); 100/1000 are generated if missing;
+//                                  trace50 / trace300: a generated torch.profiler trace of that many MB
 //   BENCH_WEB_RUNS=3               runs per file (the 1 GB file always gets 1)
 //   BENCH_WEB_ZOOM=1000,100,real   which files get the wheel-zoom measurement (default: all selected)
 //   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
@@ -655,9 +656,30 @@ function fileSpecs(): Spec[] {
       out.push({ key, label: "real 3 MB", path: REAL, runs: runsWanted, timeoutMs: 120_000 });
       continue;
     }
+    const traceMb = /^trace(\d+)$/.exec(key);
+    if (traceMb) {
+      // a generated torch.profiler trace of that many MB (docs/artifacts.md)
+      const mb = Number(traceMb[1]);
+      const tracePath = join(TMP, `trace-${mb}mb.json`);
+      if (!existsSync(tracePath)) {
+        log(`generating ${tracePath} …`);
+        execFileSync("python3", ["test/gen/generate.py", "big-trace", "--target-mb", String(mb), tracePath], {
+          cwd: ROOT,
+          stdio: ["ignore", "ignore", "inherit"],
+        });
+      }
+      out.push({
+        key,
+        label: `trace ${mb} MB`,
+        path: tracePath,
+        runs: runsWanted,
+        timeoutMs: 90_000 + mb * 1200,
+      });
+      continue;
+    }
     const n = Number(key);
     if (!Number.isFinite(n) || n <= 0) {
-      log(`skip ${key}: not a size in MB or "real"`);
+      log(`skip ${key}: not a size in MB, "real" or "traceN"`);
       continue;
     }
     const path = join(TMP, `big-${n}mb.pickle`);

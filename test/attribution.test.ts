@@ -366,6 +366,8 @@ describe("attribution rules on real stacks", () => {
       "adam-state",
       "engine-gradient",
       "adam-quartet",
+      "profiler-span",
+      "profiler-span-none",
     ]);
     for (const r of RULES) expect(r.description.length).toBeGreaterThan(20);
   });

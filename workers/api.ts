@@ -4,6 +4,7 @@
 
 import type { ProxyMarked } from "comlink";
 import type { LoadPreview } from "../src/core/model/preview";
+import type { SourceKind } from "../src/core/model/types";
 import type { ReplayReport } from "../src/core/replay/report";
 import type { CompareJson, ReportJson, TotalsJson } from "../src/core/report/index";
 import type { HealthAnswer, HealthTimelineAnswer } from "./health";
@@ -81,6 +82,9 @@ export interface DeviceSummary {
 
 export interface Summary {
   fileName: string;
+  /** snapshot, profiler-trace, memory-timeline or memoryviz-html, and what that kind cannot contain. */
+  kind: SourceKind;
+  lacks: string[];
   byteLength: number;
   format: string;
   pickleProtocol: number | null;

@@ -43,6 +43,8 @@ export function summarize(
   const sum = (f: (d: (typeof devices)[number]) => number) => devices.reduce((a, d) => a + f(d), 0);
   return {
     fileName: core.fileName,
+    kind: core.kind,
+    lacks: core.lacks,
     byteLength: model.source.byteLength,
     format: core.format,
     pickleProtocol: core.pickleProtocol,

@@ -171,6 +171,16 @@ def main(argv=None):
                     help="another model (one more 4 MiB parameter): a different run")
     lk.add_argument("out")
 
+    pr = sub.add_parser("profiler", help="a known run as a torch.profiler trace (or a raw memory timeline); prints its truth")
+    pr.add_argument("--rank", type=int, default=0)
+    pr.add_argument("--no-stack", action="store_true", help="as recorded without with_stack=True")
+    pr.add_argument("--raw", action="store_true", help="write export_memory_timeline's .raw.json.gz rows instead")
+    pr.add_argument("out")
+
+    bt = sub.add_parser("big-trace", help="a long run's profiler trace of about N MB (for the benchmarks)")
+    bt.add_argument("--target-mb", type=float, required=True)
+    bt.add_argument("out")
+
     mo = sub.add_parser("memo-overwrite", help=memo_overwrite.__doc__.splitlines()[0])
     mo.add_argument("out")
 
@@ -190,6 +200,12 @@ def main(argv=None):
         truncate(a.src, a.n, a.out)
     elif a.cmd == "big":
         print(json.dumps(big(a.out, a.target_mb, a.devices, a.seed)))
+    elif a.cmd == "profiler":
+        from memgen import profiler
+        print(json.dumps(profiler.profiler_run(a.out, a.rank, not a.no_stack, "raw" if a.raw else "trace")))
+    elif a.cmd == "big-trace":
+        from memgen import profiler
+        print(json.dumps(profiler.big_trace(a.out, a.target_mb)))
     elif a.cmd == "memo-overwrite":
         memo_overwrite(a.out)
     elif a.cmd == "ranks":

@@ -31,6 +31,7 @@ import {
   profilerCategory,
   RULES,
   RuleId,
+  spanCategory,
 } from "./rules";
 import { Kind, refineFromTrace } from "./trace-rules";
 
@@ -128,6 +129,8 @@ export const ENGINE_NO_STACK_SITE = 1;
 export const BEFORE_RECORDING_SITE = 2;
 
 const RULE_PROFILER = RuleId["profiler-category"];
+const RULE_PROFILER_SPAN = RuleId["profiler-span"];
+const RULE_PROFILER_SPAN_NONE = RuleId["profiler-span-none"];
 const RULE_NO_STACK = RuleId["no-stack"];
 const RULE_OWN_CONSTRUCTOR = RuleId["own-constructor"];
 const RULE_OWN_CODE = RuleId["own-code"];
@@ -388,15 +391,22 @@ export function attribute(model: SnapshotModel): Attribution {
   const pythonOnly = isPythonOnly(model, bits);
 
   // Profiler categories, when the file has them.
-  const profiler = model.traces.map((t) => {
+  /** Per trace: 1 where the category came from a profiler trace's spans ("span:…"). */
+  const spanRows: (Uint8Array | null)[] = [];
+  const profiler = model.traces.map((t, d) => {
+    spanRows[d] = null;
     let out: Int8Array | null = null;
     for (let i = 0; i < t.length; i++) {
       const c = t.category[i];
       if (c === NO_STRING) continue;
-      const cat = profilerCategory(model.strings[c] ?? "");
+      const name = model.strings[c] ?? "";
+      // "span:<category>": decided from a profiler trace's spans (formats/artifacts/span-categories.ts)
+      const span = name.startsWith("span:");
+      const cat = span ? spanCategory(name.slice(5)) : profilerCategory(name);
       if (cat < 0) continue;
       out ??= new Int8Array(t.length).fill(-1);
       out[i] = cat;
+      if (span) (spanRows[d] ??= new Uint8Array(t.length))[i] = 1;
     }
     return out;
   });
@@ -454,7 +464,12 @@ export function attribute(model: SnapshotModel): Attribution {
       for (let i = 0; i < t.length; i++) {
         if (prof[i] >= 0) {
           cat[i] = prof[i];
-          rule[i] = RULE_PROFILER;
+          rule[i] =
+            spanRows[d]?.[i] === 1
+              ? prof[i] === Category.unknown
+                ? RULE_PROFILER_SPAN_NONE
+                : RULE_PROFILER_SPAN
+              : RULE_PROFILER;
         }
       }
     }

@@ -372,6 +372,25 @@ export const RULES: readonly Rule[] = [
       "size come in fours: per parameter its weight, its .grad (kept across steps, zero_grad(set_to_none=" +
       "False)) and two Adam moments: ¼ parameters, ¼ gradients, ½ optimizer state.",
   },
+  {
+    id: "profiler-span",
+    category: -1,
+    scope: "special",
+    inferred: true,
+    description:
+      "Inferred from a profiler trace's spans (no tensor identity says it): made inside an AccumulateGrad node → " +
+      "gradients; inside Optimizer.step#… → optimizer state when it outlives the step, temporary when freed " +
+      "within it; made outside backward and freed inside autograd::engine::evaluate_function → activations; " +
+      "made and freed inside backward → temporary.",
+  },
+  {
+    id: "profiler-span-none",
+    category: Category.unknown,
+    scope: "special",
+    description:
+      "A profiler trace's allocation that no span names and no Python frame explains (recorded without " +
+      "with_stack=True, or outside any rule): unknown.",
+  },
 ];
 
 export const RuleId: Record<string, number> = Object.fromEntries(RULES.map((r, i) => [r.id, i]));
@@ -379,6 +398,11 @@ export const RuleId: Record<string, number> = Object.fromEntries(RULES.map((r, i
 export function frameFacts(name: string, isPython: boolean, isOwn: boolean, path: string): FrameFacts {
   const installed = isPython && isInstalledPath(path);
   return { path, name, isPython, isOwn, isInstalled: installed, isTorch: installed && isTorchPath(path) };
+}
+
+/** A profiler trace's span category ("span:<name>"): the profiler's names, "unknown" → unknown. */
+export function spanCategory(name: string): number {
+  return name === "unknown" ? Category.unknown : profilerCategory(name);
 }
 
 /** Profiler category names (torch.profiler._memory_profiler.Category, lower-cased) → our category; -1: use the stack. */

@@ -7,7 +7,8 @@ import type { InputFormat, SnapshotModel } from "../model/types";
 import { nextTask } from "../next-task";
 import { PickleError } from "../pickle/errors";
 import { type UnpickleLimits, Unpickler } from "../pickle/unpickler";
-import { type ByteSource, readChunks } from "./byte-source";
+import { readArtifactJson, readHtmlArtifact, readTraceIfChromeTrace } from "./artifacts/read-artifact";
+import { type ByteSource, bytesByteSource, readChunks } from "./byte-source";
 import { inflate } from "./compression";
 import { SnapshotReadError } from "./errors";
 import { jsonToValues, parseJsonText } from "./json";
@@ -44,7 +45,7 @@ const FEED_BYTES = 4 << 20;
 /** JSON is parsed as one string; V8 strings stop near 512 MiB. */
 const MAX_JSON_BYTES = 400 << 20;
 
-type Kind = "pickle" | "gzip" | "zip" | "json";
+type Kind = "pickle" | "gzip" | "zip" | "json" | "html";
 
 export function sniff(head: Uint8Array): Kind | null {
   const b0 = head[0];
@@ -59,6 +60,13 @@ export function sniff(head: Uint8Array): Kind | null {
   while (i < head.length && (head[i] === 0x20 || head[i] === 0x0a || head[i] === 0x0d || head[i] === 0x09))
     i++;
   if (head[i] === 0x7b || head[i] === 0x5b) return "json";
+  // an HTML page: a MemoryViz page holds a snapshot (formats/artifacts/memoryviz-html.ts)
+  if (
+    /^(?:\xef\xbb\xbf)?\s*<(?:!doctype|html|head|body|meta|script|!--)/i.test(
+      String.fromCharCode(...head.subarray(0, 64)),
+    )
+  )
+    return "html";
   if (
     i === 0 &&
     head[0] === 0xef &&
@@ -229,8 +237,23 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
   try {
     let root: unknown;
     let protocol: number | null = null;
+    if (kind === "html") {
+      // the snapshot a MemoryViz page holds, read as the snapshot it is
+      return await readHtmlArtifact(fileChunks, name, src.sizeBytes, (pickle) =>
+        readSnapshot(bytesByteSource(pickle, name), { ...opts, onProgress: undefined }),
+      );
+    }
     if (kind === "json") {
+      const trace = await readTraceIfChromeTrace(
+        await src.read(0, Math.min(4096, src.sizeBytes)),
+        fileChunks,
+        name,
+        src.sizeBytes,
+        false,
+      );
+      if (trace) return trace;
       root = await readJson(fileChunks, src.sizeBytes, name, assembler);
+      if (root instanceof ArtifactModel) return root.model;
     } else if (kind === "pickle") {
       const r = await unpickle(fileChunks, assembler, src.sizeBytes, opts, src.sizeBytes, () => read.bytes);
       root = r.root;
@@ -268,7 +291,16 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
       const innerKind = sniff(first.value.subarray(0, 64));
       if (innerKind === "json") {
         format = kind === "zip" ? "zip" : "json";
+        const trace = await readTraceIfChromeTrace(
+          first.value.subarray(0, 4096),
+          rest,
+          name,
+          src.sizeBytes,
+          true,
+        );
+        if (trace) return trace;
         root = await readJson(rest, innerTotal, name, assembler);
+        if (root instanceof ArtifactModel) return root.model;
       } else if (innerKind === "pickle") {
         const r = await unpickle(rest, assembler, innerTotal, opts, src.sizeBytes, () => read.bytes);
         root = r.root;
@@ -335,5 +367,12 @@ async function readJson(
       `${name} is a counters sidecar (memory_allocated, max_memory_allocated…), not a snapshot. Open the dump it belongs to, and drop this file together with it.`,
     );
   }
+  const artifact = readArtifactJson(parsed, name, totalBytes ?? size);
+  if (artifact) return new ArtifactModel(artifact);
   return jsonToValues(parsed, assembler.hooks);
+}
+
+/** readJson's answer when the JSON was another artifact (a memory timeline), already a model. */
+class ArtifactModel {
+  constructor(readonly model: SnapshotModel) {}
 }

@@ -1,6 +1,6 @@
 // Counts and segment-field totals of a model: what `peakscope inspect` prints and the page's summary shows.
 
-import type { SnapshotModel } from "./types";
+import type { SnapshotModel, SourceKind } from "./types";
 
 export interface DeviceSummary {
   device: number;
@@ -16,6 +16,9 @@ export interface DeviceSummary {
 
 export interface SnapshotSummary {
   fileName: string;
+  /** What kind of file it was, and what that kind cannot contain (one sentence each). */
+  kind: SourceKind;
+  lacks: string[];
   format: string;
   pickleProtocol: number | null;
   segments: number;
@@ -79,6 +82,8 @@ export function summarize(model: SnapshotModel): SnapshotSummary {
   }
   return {
     fileName: model.source.fileName,
+    kind: model.source.kind ?? "snapshot",
+    lacks: model.source.lacks ?? [],
     format: model.source.format,
     pickleProtocol: model.source.pickleProtocol,
     segments: seg.length,

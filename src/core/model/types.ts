@@ -113,9 +113,43 @@ export interface Annotation {
   timeUs: number; // NaN when absent
 }
 
-export type InputFormat = "pickle" | "pickle+gzip" | "zip" | "json" | "segment-list";
+export type InputFormat =
+  | "pickle"
+  | "pickle+gzip"
+  | "zip"
+  | "json"
+  | "segment-list"
+  | "chrome-trace"
+  | "chrome-trace+gzip"
+  | "timeline-json"
+  | "html";
+
+/** What kind of file the model was read from (`report --json` source.kind). */
+export type SourceKind = "snapshot" | "profiler-trace" | "memory-timeline" | "memoryviz-html";
+
+/** A trace table's device as the file names it (`deviceType` "cuda", "cpu", …; CPU's id is -1). */
+export interface SourceDevice {
+  deviceType: string;
+  deviceId: number;
+}
 
 export interface SnapshotSource {
+  /** Absent: "snapshot". Set by the readers of other artifacts (src/core/formats/artifacts/). */
+  kind?: SourceKind;
+  /**
+   * What this kind of file cannot contain, one sentence each (no segments, no stacks, a window-only
+   * peak…): the views and the report show these instead of an empty panel.
+   */
+  lacks?: string[];
+  /** The file has no segments: no segment map, no fragmentation, no state at a snapshot. */
+  noSegments?: boolean;
+  /** Trace sizes are the blocks' own sizes (a profiler's Bytes, a timeline's rows): replay them unrounded. */
+  exactSizes?: boolean;
+  /** Per trace table (model.traces index): the device as the file names it. Absent: CUDA, index = id. */
+  devices?: SourceDevice[];
+  /** The rank and world size when the file says (a profiler trace's distributedInfo). */
+  rank?: number | null;
+  worldSize?: number | null;
   fileName: string;
   byteLength: number;
   format: InputFormat;

@@ -135,8 +135,9 @@ export function summaryFromReport(
   const int = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : null);
   return {
     file,
-    sidecarRank: int(sidecar?.rank),
-    worldSize: int(sidecar?.world_size),
+    // a profiler trace names its rank itself (distributedInfo), as a sidecar does
+    sidecarRank: int(sidecar?.rank) ?? int(report.source?.rank),
+    worldSize: int(sidecar?.world_size) ?? int(report.source?.worldSize),
     peakBytes,
     peakSource: countersPeak !== null ? "counters" : replayPeak !== null ? "trace" : null,
     replayPeakBytes: replayPeak,

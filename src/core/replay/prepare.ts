@@ -620,7 +620,7 @@ function assignFromEntries(
   const req = A.requestedBytes;
   const sizes = A.sizeBytes;
   const extra = rounding.extraBytes;
-  if (rounding.power2Divisions.length === 0) {
+  if (rounding.power2Divisions.length === 0 && !rounding.exact) {
     for (let k = 0; k < count; k++) {
       const r = req[k] + extra;
       sizes[k] = r < MIN_BLOCK_BYTES ? MIN_BLOCK_BYTES : Math.ceil(r / MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES;
@@ -1036,6 +1036,7 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
     model.allocatorSettings,
     isNpuSnapshot(model, scan.markers.workspace.length > 0),
   );
+  if (model.source.exactSizes) rounding.exact = true;
   const { markers, hasTime, x } = scan;
   const finalBlocks = countFinalBlocks(model, device);
   const anomalies: ReplayAnomalies = {

@@ -33,6 +33,9 @@ export interface ReplayInputs {
   blockWorkspace?: Uint8Array;
   /** Per rule id: 1 when the rule infers (no stack says it). */
   ruleInferred?: Uint8Array;
+  /** Per device: the rule per trace entry, and per rule id 1 when it infers a trace entry's own category (a profiler trace's spans). */
+  traceRule?: (Uint8Array | undefined)[];
+  traceRuleInferred?: Uint8Array;
   /** Category names in id order (parameters, gradients, optimizer_state, activations, input, temporary, workspace, other, unknown). */
   categoryNames: string[];
   /** Call-site keys in id order. */
@@ -207,7 +210,11 @@ export function startsEmpty(r: Replay): boolean {
  */
 export function inferredRuleOf(r: Replay, k: number, inputs: ReplayInputs): number {
   const A = r.allocations;
-  if (A.origin[k] === Origin.trace || !inputs.ruleInferred) return -1;
+  if (A.origin[k] === Origin.trace) {
+    const rule = inputs.traceRule?.[r.device]?.[A.allocEvent[k]] ?? -1;
+    return rule >= 0 && inputs.traceRuleInferred?.[rule] === 1 ? rule : -1;
+  }
+  if (!inputs.ruleInferred) return -1;
   const b = A.block[k];
   if (b >= 0) {
     const rule = inputs.blockRule ? inputs.blockRule[b] : -1;

@@ -19,6 +19,8 @@ export interface RoundingSettings {
   expandableSegments: boolean;
   /** Bytes added to a request before rounding: 32 on torch_npu's NPUCachingAllocator, 0 on CUDA. */
   extraBytes: number;
+  /** Sizes are the blocks' own (a profiler trace's Bytes, a memory timeline's rows): no rounding. */
+  exact?: boolean;
 }
 
 export const DEFAULT_ROUNDING: RoundingSettings = {
@@ -73,6 +75,7 @@ function power2NextDivision(size: number, divisions: number): number {
  * to the request first.
  */
 export function roundRequest(requested: number, s: RoundingSettings = DEFAULT_ROUNDING): number {
+  if (s.exact) return requested;
   requested += s.extraBytes;
   if (requested < MIN_BLOCK_BYTES) return MIN_BLOCK_BYTES;
   if (s.power2Divisions.length > 0) {

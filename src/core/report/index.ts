@@ -8,6 +8,7 @@ import { compareSnapshots, type SiteDelta } from "../compare";
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
 import { type PeakReport, type ReplayInputs, type ReplayReport, replayReport } from "../replay/report";
 import { formatBytes } from "./format";
+import { checksForSource, deviceOf, type SourceJson, sourceJson } from "./source";
 import { categoryRecord, computeTotals, type DeviceTotals } from "./totals";
 
 export interface TotalsJson {
@@ -80,6 +81,8 @@ export interface ReportJson {
   topCallSites: CallSiteJson[];
   compare: CompareJson | null;
   file: string;
+  /** What kind of file it was (snapshot, profiler-trace, memory-timeline, memoryviz-html) and what it lacks. */
+  source: SourceJson;
   /** Σ categories + reconciliationBytes = totals.allocatedBytes, exactly. */
   reconciliationBytes: number;
   pendingFreeBytes: number;
@@ -87,7 +90,9 @@ export interface ReportJson {
   peak: PeakReport | null;
   /** peak.allocatedBytes − the snapshot's allocated bytes on the peak's device. */
   snapshotVsPeakGapBytes: number | null;
-  timeline: ReplayReport["timeline"];
+  timeline: Omit<ReplayReport["timeline"], "devices"> & {
+    devices: (ReplayReport["timeline"]["devices"][number] & { deviceType: string })[];
+  };
   counters: { device: number | null; tag: string | null } | null;
   /** Why some blocks have no stack (most likely first), when some do. */
   noStackReasons: string[];
@@ -266,6 +271,8 @@ export function replayInputs(a: Attribution): ReplayInputs {
     traceBeforeRule: a.traceBeforeRule,
     blockWorkspace: a.blockWorkspace,
     ruleInferred: Uint8Array.from(a.rules, (r) => (r.inferred ? 1 : 0)),
+    traceRule: a.traceRule,
+    traceRuleInferred: Uint8Array.from(a.rules, (r) => (r.id === "profiler-span" ? 1 : 0)),
     categoryNames: [...a.categoryNames],
     siteKeys: a.sites.map((s) => s.key),
   };
@@ -292,6 +299,11 @@ function emptyTimeline(): ReplayReport["timeline"] {
     oom: [],
     unknownActions: [],
   };
+}
+
+/** timeline.devices[] with each device as the file names it (deviceType; CPU's id −1). */
+function timelineWithDevices(model: SnapshotModel, t: ReplayReport["timeline"]): ReportJson["timeline"] {
+  return { ...t, devices: t.devices.map((d) => ({ ...d, ...deviceOf(model, d.device) })) };
 }
 
 /** Builds the report object (pure: no I/O). */
@@ -362,15 +374,16 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     inferredBytes: inference.inferredBytes,
     unknownBytesByReason: inference.unknownBytesByReason,
     workspaceBytes: inference.workspaceBytes,
-    checks: checks.map(checkJson),
+    checks: checksForSource(model, checks.map(checkJson)),
     topCallSites: topCallSites(model, a, opts.topSites ?? 20),
     compare,
     file: model.source.fileName,
+    source: sourceJson(model),
     reconciliationBytes: o.reconciliationBytes,
     pendingFreeBytes: sum(o.pendingFreeCategoryBytes),
     peak: replay?.peak ?? null,
     snapshotVsPeakGapBytes: replay?.snapshotVsPeakGapBytes ?? null,
-    timeline: replay?.timeline ?? emptyTimeline(),
+    timeline: timelineWithDevices(model, replay?.timeline ?? emptyTimeline()),
     counters: counters ? { device: counters.device, tag: counters.tag } : null,
     noStackReasons: noStackBytes > 0 ? a.noStackReasons : [],
     notes: notesFor(model, counters, o),

@@ -15,6 +15,13 @@ export function renderReportText(r: ReportJson): string {
   const out: string[] = [];
   const t = r.totals;
   out.push(`peakscope report: ${r.file}`, "");
+  const kind = r.source?.kind ?? "snapshot";
+  if (kind !== "snapshot") {
+    out.push(`kind: ${kind}${r.source.rank !== null ? ` (rank ${r.source.rank})` : ""}`);
+    for (const l of r.source.lacks) out.push(`  ${l}`);
+    out.push("");
+  }
+  const noSnapshot = kind === "profiler-trace" || kind === "memory-timeline";
   out.push("totals (segment fields, all devices)");
   const row = (label: string, n: number | null) =>
     `  ${label.padEnd(11)}${n === null ? "n/a".padStart(14) : formatMiB(n).padStart(14)}${n === null ? "" : `  ${formatBytes(n)}`}`;
@@ -79,8 +86,10 @@ export function renderReportText(r: ReportJson): string {
         : "the counters sidecar's max_memory_allocated";
     out.push(
       "",
-      `peak on device ${p.device}: ${formatMiB(p.allocatedBytes)} (${where}); the snapshot holds ${formatMiB(p.allocatedBytes - gap)}: ` +
-        `gap ${formatMiB(gap)} (${pct(gap, p.allocatedBytes)} of the peak)`,
+      noSnapshot
+        ? `peak on device ${p.device}: ${formatMiB(p.allocatedBytes)} (${where}); this file has no snapshot to compare it with`
+        : `peak on device ${p.device}: ${formatMiB(p.allocatedBytes)} (${where}); the snapshot holds ${formatMiB(p.allocatedBytes - gap)}: ` +
+            `gap ${formatMiB(gap)} (${pct(gap, p.allocatedBytes)} of the peak)`,
     );
     if (p.note) out.push(`  ${p.note}`);
     const cats = CATEGORY_NAMES.filter((c) => (p.categories[c] ?? 0) > 0);

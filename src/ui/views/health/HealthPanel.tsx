@@ -4,6 +4,7 @@
 // the peak and at each OOM (largest free block vs the request, the live blocks pinning the most fragmented
 // segments). The timeline can overlay the cached / inactive-split / pending curves (HealthOverlay).
 
+import { NoSegments } from "../../components/NoSegments";
 import "./health.css";
 import { useEffect, useState } from "react";
 import type { HealthAnswer } from "../../../../workers/api";
@@ -35,7 +36,16 @@ const LEVEL_TEXT = { ok: "ok", info: "note", warn: "warn", bad: "bad" } as const
 
 const isBytesKey = (k: string) => /bytes|max_split_size/.test(k);
 
+/** The allocator-health panel, or a sentence for a file without segments. */
 export function HealthPanel() {
+  return (
+    <NoSegments panel="Allocator health">
+      <HealthPanelView />
+    </NoSegments>
+  );
+}
+
+function HealthPanelView() {
   const S = useSide();
   const k = useSideKey();
   const ask = S((s) => s.ask);

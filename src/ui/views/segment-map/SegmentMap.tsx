@@ -9,6 +9,7 @@ import { Bytes } from "../../components/Bytes";
 import { Canvas, type DrawFn, themeColors } from "../../components/Canvas";
 import { hatchRect } from "../../components/hatch";
 import { InferredLine, InferredSwatch, WORKSPACE_NOTE } from "../../components/Inferred";
+import { NoSegments } from "../../components/NoSegments";
 import { CompactStack, firstSentence, StackList } from "../../components/StackList";
 import { formatAddress, formatBytes, formatCount } from "../../format";
 import { STATE_COLORS } from "../../palette";
@@ -90,7 +91,16 @@ function layout(a: SegmentMapAnswer, width: number, bytesPerPx: number): Layout 
   return { pieces, rows, bytesPerPx, height: Math.max(40, rows * (ROW_H + ROW_GAP) + PAD * 2) };
 }
 
+/** The segment map, or a sentence for a file without segments. */
 export function SegmentMap() {
+  return (
+    <NoSegments panel="Segment map">
+      <SegmentMapView />
+    </NoSegments>
+  );
+}
+
+function SegmentMapView() {
   const S = useSide();
   const k = useSideKey();
   const side = S((s) => s.side);

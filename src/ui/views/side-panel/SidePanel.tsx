@@ -18,6 +18,7 @@ import { useApp } from "../../state/app";
 import { useSide, useSideKey } from "../../state/store";
 import { GrowthSection } from "../series/GrowthSection";
 import { WhatIfPanel, WhatIfSelectionBar } from "../whatif/WhatIfPanel";
+import { ArtifactPeak } from "./ArtifactPeak";
 import {
   InferenceNotes,
   InferredPeakRow,
@@ -201,6 +202,13 @@ function OomCard({ panel }: { panel: PanelAnswer }) {
 }
 
 export function PeakGap({ panel }: { panel: PanelAnswer }) {
+  // a profiler trace or a memory timeline has no segments: no snapshot to set the peak against
+  if (panel.report?.source?.kind === "profiler-trace" || panel.report?.source?.kind === "memory-timeline")
+    return <ArtifactPeak panel={panel} />;
+  return <SnapshotPeakGap panel={panel} />;
+}
+
+function SnapshotPeakGap({ panel }: { panel: PanelAnswer }) {
   const S = useSide();
   const k = useSideKey();
   const colors = S((s) => s.colors);

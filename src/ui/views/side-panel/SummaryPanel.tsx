@@ -1,6 +1,7 @@
 // The file at a glance: name, format, protocol, counts per device, totals from the segment fields.
 
 import { Bytes } from "../../components/Bytes";
+import { SourceKind } from "../../components/SourceKind";
 import { formatCount } from "../../format";
 import { useSide, useSideKey } from "../../state/store";
 
@@ -16,6 +17,7 @@ export function SummaryPanel() {
           {s.fileName}
         </span>
       </h2>
+      <SourceKind summary={s} />
       <dl className="facts">
         <div>
           <dt>Format</dt>
