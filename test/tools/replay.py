@@ -2,7 +2,7 @@
 """Independent replay of a snapshot's device traces: the peak allocated bytes, its event, and the blocks
 live at it. The source of expected values for the real-corpus peak test (test/report-corpus-peak.test.ts).
 
-    python3 test/tools/replay.py FILE [FILE...]
+    python3 test/tools/replay.py [--curve] FILE [FILE...]
 
 Prints one JSON object {file name: result}, where result is {"devices": [...]} or {"error": text}.
 Each device with a non-empty trace gives:
@@ -16,6 +16,7 @@ Each device with a non-empty trace gives:
   snapshotAllocatedBytes  Σ allocated_size of the device's segments
   blocks                [[address, sizeBytes], ...] allocated (not pending free) after peakEvent, by address
   aliveAtEnd / sizedBy  counts, for the test's messages
+  allocated             with --curve: the allocated bytes after every event
 
 Written from the snapshot format (../shared/docs/snapshot-format.md) and PyTorch's caching allocator
 (CUDACachingAllocator.cpp), not from peakscope's TypeScript. The rules:
@@ -174,7 +175,7 @@ def fit(addr, rounded, seg, active_starts):
     return (run, "fit-run") if rounded <= run <= rounded + MiB else (rounded, "rounded")
 
 
-def replay_device(tr, dev, segs, npu):
+def replay_device(tr, dev, segs, npu, curve=False):
     skip = workspace_indices(tr)
     active_end, fixed, expandable = final_state(segs, dev)
     mapped = [(e["addr"], e["size"]) for e in tr if e.get("action") == "segment_map"]
@@ -283,9 +284,11 @@ def replay_device(tr, dev, segs, npu):
     # The peak is over every event of the list (a trace holding only a `snapshot` marker has one: the state
     # after it is everything alive before the trace).
     peak, peak_event, cur = None, None, 0
+    allocated = []
     if n:
         for i in range(n):
             cur += delta[i]
+            allocated.append(cur)
             if peak is None or cur > peak:
                 peak, peak_event = cur, i
     blocks, before_trace = [], 0
@@ -297,27 +300,32 @@ def replay_device(tr, dev, segs, npu):
     sized_by = {}
     for x in allocs:
         sized_by[x.sized_by] = sized_by.get(x.sized_by, 0) + 1
-    return {"device": dev, "events": n, "replayable": replayable, "peakBytes": peak, "peakEvent": peak_event,
-            "initialBytes": initial, "beforeTraceBytes": before_trace, "blocks": blocks,
-            "snapshotAllocatedBytes": sum(int(s.get("allocated_size", 0)) for s in segs if int(s.get("device", 0)) == dev), "aliveAtEnd": alive_end, "sizedBy": sized_by}
+    snapshot_allocated = sum(int(s.get("allocated_size", 0)) for s in segs if int(s.get("device", 0)) == dev)
+    out = {"device": dev, "events": n, "replayable": replayable, "peakBytes": peak, "peakEvent": peak_event,
+           "initialBytes": initial, "beforeTraceBytes": before_trace, "blocks": blocks,
+           "snapshotAllocatedBytes": snapshot_allocated, "aliveAtEnd": alive_end, "sizedBy": sized_by}
+    if curve:
+        out["allocated"] = allocated
+    return out
 
 
-def replay_file(path):
+def replay_file(path, curve=False):
     snap, _fmt, _proto = load_snapshot(path)
     if not isinstance(snap, dict):
         return {"devices": []}
     check_settings(snap)
     npu = is_npu(snap)
     segs = snap.get("segments") or []
-    return {"devices": [replay_device(tr, dev, segs, npu)
+    return {"devices": [replay_device(tr, dev, segs, npu, curve)
                         for dev, tr in enumerate(snap.get("device_traces") or []) if tr]}
 
 
 def main(argv):
     out = {}
-    for p in argv:
+    curve = "--curve" in argv
+    for p in [a for a in argv if a != "--curve"]:
         try:
-            out[os.path.basename(p)] = replay_file(p)
+            out[os.path.basename(p)] = replay_file(p, curve)
         except Exception as e:  # noqa: BLE001 - a refused file is reported, the others still run
             out[os.path.basename(p)] = {"error": f"{type(e).__name__}: {e}"}
     print(json.dumps(out))
