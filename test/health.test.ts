@@ -181,7 +181,7 @@ describe("health curves == a naive replay of the trace", () => {
       const model = await readPath(files[name]);
       const health = healthForModel(model, null, { minGapUs: Number.POSITIVE_INFINITY, top: 1e9 });
       expect(health.size).toBe(model.traces.filter((t) => t.length > 0).length);
-      if (name === "multi-device") expect(health.size).toBe(2);
+      expect(health.size).toBe(name === "multi-device" ? 2 : 1);
       for (const [device, h] of health) {
         const n = model.traces[device].length;
         const rnd = mulberry32(device * 1000 + n);
