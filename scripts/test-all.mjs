@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: lint + typecheck, unit and corpus tests (vitest), e2e (Playwright on the built site).
+// `npm test`: lint + typecheck, the fixture generator's self-check (Python), unit and corpus tests
+// (vitest), e2e (Playwright on the built site).
 // Ends with one line "N passed, N failed" totalling every suite; exit 1 when anything failed.
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
@@ -22,6 +23,21 @@ results.push({
   passed: run("typecheck", "npx", ["tsc", "-p", "tsconfig.json", "--noEmit"]) === 0 ? 1 : 0,
 });
 results.at(-1).failed = 1 - results.at(-1).passed;
+
+// The fixture generator checked against the independent Python inspector: each "ok " / "FAIL " line it
+// prints is one check; a crash (non-zero exit with no FAIL line) counts as one failure.
+console.log("\n=== generator self-check: python3 test/gen/selfcheck.py");
+const self = spawnSync("python3", ["test/gen/selfcheck.py"], { encoding: "utf8", maxBuffer: 1 << 28 });
+process.stdout.write(self.stdout ?? "");
+process.stderr.write(self.stderr ?? "");
+const selfLines = (self.stdout ?? "").split("\n");
+const selfOk = selfLines.filter((l) => l.startsWith("ok ")).length;
+const selfFail = selfLines.filter((l) => l.startsWith("FAIL ")).length;
+results.push({
+  suite: "generator self-check (python)",
+  passed: selfOk,
+  failed: selfFail + (self.status !== 0 && selfFail === 0 ? 1 : 0),
+});
 
 rmSync("test-results/unit.json", { force: true });
 const unitStatus = run("unit + corpus", "npx", [

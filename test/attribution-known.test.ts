@@ -167,18 +167,14 @@ describe("known run recorded late, on two streams, with torch_npu's workspace", 
           delete inferred.input;
           for (const k of Object.keys(inferred)) if (inferred[k] === 0) delete inferred[k];
           expect(r.inferredBytes).toEqual(inferred);
-          // At the peak (the replay): the same, within 0.5 % (here exact).
+          // At the peak (the replay): the same, exactly.
           const peak = r.peak;
           expect(peak?.source).toBe("trace");
-          expect(Math.abs((peak?.allocatedBytes ?? 0) - truth.peak.allocatedBytes)).toBeLessThanOrEqual(
-            truth.peak.allocatedBytes * 0.005,
-          );
+          expect(peak?.allocatedBytes).toBe(truth.peak.allocatedBytes);
           const want = expectedView(truth.peak.categories, truth.peak.unrecordedKinds);
-          for (const [k, v] of Object.entries(want)) {
-            expect(Math.abs((peak?.categories[k] ?? 0) - v), k).toBeLessThanOrEqual(
-              truth.peak.allocatedBytes * 0.005,
-            );
-          }
+          expect(Object.fromEntries(Object.keys(want).map((k) => [k, peak?.categories[k] ?? 0]))).toEqual(
+            want,
+          );
           // Without the sidecar the run's peak is not in the file: the check must not claim it.
           expect(noSidecar.peak?.isRunPeak).toBe(false);
           const svp = noSidecar.checks.find((c) => c.id === "snapshot-vs-peak");

@@ -159,13 +159,12 @@ describe("generated variants", () => {
 });
 
 describe("generated hostile files", () => {
-  it("each ends in its error (or a correct reading), bounded in time", async () => {
+  // A hang ends at vitest's test timeout; the test asserts no timing (bench/ prints times).
+  it("each ends in its error (or a correct reading)", async () => {
     expect(hostile.length).toBeGreaterThanOrEqual(10);
     for (const h of hostile) {
-      const t0 = performance.now();
       const result = await readPath(join(dir, "hostile", h.file)).catch((e) => e);
       const label = `${h.file} (${h.what})`;
-      expect(performance.now() - t0, label).toBeLessThan(10_000);
       if (h.expect === "load") expect(result, label).not.toBeInstanceOf(Error);
       else if (h.expect === "refuse") {
         expect(result, label).toBeInstanceOf(SnapshotReadError);

@@ -204,7 +204,8 @@ describe("hostile input", () => {
     expect(levels).toBe(depth);
   });
 
-  it("random bytes end in an error quickly, never a hang", () => {
+  // A hang ends at vitest's test timeout; no timing is asserted.
+  it("random bytes end in a PickleError, never a hang or another exception", () => {
     let seed = 12345;
     const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) >>> 16) & 0xff;
     for (let trial = 0; trial < 200; trial++) {
@@ -212,9 +213,7 @@ describe("hostile input", () => {
       for (let i = 0; i < bytes.length; i++) bytes[i] = rand();
       bytes[0] = 0x80;
       bytes[1] = 4;
-      const t0 = performance.now();
       expect(() => unpickle(bytes)).toThrow(PickleError);
-      expect(performance.now() - t0).toBeLessThan(2000);
     }
   });
 

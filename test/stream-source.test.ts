@@ -100,6 +100,10 @@ describe.skipIf(!HAVE_REAL)("reading while the bytes arrive (streamByteSource)",
 describe.skipIf(!HAVE_REAL)("Engine.openUrl (#src=) against a local server", () => {
   let server: Server;
   let base = "";
+  // The stalling route: the first 256 KiB, then nothing until the client goes away. `stalled` resolves
+  // once those bytes are written, `closed` when the client closed the connection.
+  let stalled: () => void = () => {};
+  let closed: () => void = () => {};
   const page = { origin: "http://peakscope.test", protocol: "http:" };
   beforeAll(async () => {
     const plain = readFileSync(resolve(REAL_DIR, FILE));
@@ -117,6 +121,10 @@ describe.skipIf(!HAVE_REAL)("Engine.openUrl (#src=) against a local server", () 
           setTimeout(next, 2);
         };
         next();
+      } else if (req.url === `/stall/${FILE}`) {
+        res.writeHead(200, { ...cors, "Content-Length": plain.length });
+        res.on("close", () => closed());
+        res.write(plain.subarray(0, 256 * 1024), () => stalled());
       } else if (req.url === `/chunked/${GZ}`) {
         res.writeHead(200, cors); // no Content-Length: gathered whole, then read
         res.end(other);
@@ -160,28 +168,37 @@ describe.skipIf(!HAVE_REAL)("Engine.openUrl (#src=) against a local server", () 
     for (const route of ["chunked", "gzip"]) {
       const e = new Engine();
       const r = await e.openUrl(`${base}/${route}/${GZ}`, GZ, page);
-      expect(r.ok, route).toBe(true);
-      if (r.ok) expect(r.summary.traceEntries, route).toBe(py.traceEntries);
+      expect(r, route).toMatchObject({ ok: true, summary: { traceEntries: py.traceEntries } });
     }
   });
 
   it("a missing file and an unreachable server say what happened", async () => {
     const e = new Engine();
     const missing = await e.openUrl(`${base}/missing.pickle`, "missing.pickle", page);
-    expect(missing).toMatchObject({ ok: false, cancelled: false });
-    if (!missing.ok) expect(missing.message).toContain("HTTP 404");
+    expect(missing).toMatchObject({
+      ok: false,
+      cancelled: false,
+      message: expect.stringContaining("HTTP 404"),
+    });
     const gone = await e.openUrl("http://127.0.0.1:9/x.pickle", "x.pickle", page);
-    expect(gone.ok).toBe(false);
-    if (!gone.ok)
-      expect(gone.message).toContain("Access-Control-Allow-Origin (CORS) for http://peakscope.test");
+    expect(gone).toMatchObject({
+      ok: false,
+      message: expect.stringContaining("Access-Control-Allow-Origin (CORS) for http://peakscope.test"),
+    });
   });
 
   it("Cancel stops the download", async () => {
+    // Deterministic: the server sends the first 256 KiB and then nothing, so the download cannot end
+    // before Cancel; Cancel comes once those bytes are out, and the server sees the connection close.
     const e = new Engine();
-    const p = e.openUrl(`${base}/plain/${FILE}`, FILE, page);
-    setTimeout(() => e.cancel(), 5);
+    const out = new Promise<void>((r) => (stalled = r));
+    const gone = new Promise<void>((r) => (closed = r));
+    const p = e.openUrl(`${base}/stall/${FILE}`, FILE, page);
+    await out;
+    e.cancel();
     const r = await p;
     expect(r).toMatchObject({ ok: false, cancelled: true });
     expect(e.model).toBeNull();
+    await gone; // the request was really aborted (else this waits until the test times out)
   });
 });

@@ -60,7 +60,7 @@ describe.skipIf(!HAVE_REAL)("trace scanner on real files", () => {
       const fast = read(bytes, true, bytes.length);
       expect(fingerprint(fast.model)).toEqual(reference);
       // the fast path really ran: every entry but the few whose shape it leaves alone
-      if (entries(generic.model) > 100) expect(fast.scanned).toBeGreaterThan(entries(generic.model) * 0.9);
+      expect(fast.scanned).toBeGreaterThanOrEqual(Math.floor(entries(generic.model) * 0.9));
       // chunk ends land inside entries: the scanner backs out and the generic path finishes them
       const chunked = read(bytes, true, 4099);
       expect(fingerprint(chunked.model)).toEqual(reference);
@@ -109,13 +109,13 @@ describe("trace scanner on generated files", () => {
     // the last entry repeats an earlier entry's bytes, but its first frame slot now holds another frame
     expect(expected[3]).not.toEqual(expected[1]);
     const bytes = new Uint8Array(readFileSync(path));
+    expect(read(bytes, true, bytes.length).scanned).toBe(4);
     for (const chunk of [bytes.length, 13]) {
-      const { model, scanned } = read(bytes, true, chunk);
+      const { model } = read(bytes, true, chunk);
       const names = Array.from({ length: model.traces[0].length }, (_, i) =>
         stackFrames(model, model.traces[0].stack[i]).map((f) => f.name),
       );
       expect(names).toEqual(expected);
-      if (chunk === bytes.length) expect(scanned).toBe(4);
     }
   });
 });

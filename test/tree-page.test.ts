@@ -20,9 +20,26 @@ import {
   treeSearchRefs,
   treeSearchTimeline,
 } from "../workers/tree";
+import { python } from "./helpers/python";
 
 const REAL = resolve(import.meta.dirname, "../../shared/fixtures/real");
 const FILE = "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle";
+
+/** external_annotations paired START/END by name on device 0 → the first and last event inside, from Python. */
+const SPANS_PY = `
+import json, pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+t = [e["time_us"] for e in s["device_traces"][0]]
+open_, out = {}, []
+for a in s.get("external_annotations") or []:
+    if a["device"] != 0: continue
+    if a["stage"] == "START": open_[a["name"]] = a["time_us"]
+    elif a["name"] in open_:
+        lo, hi = open_.pop(a["name"]), a["time_us"]
+        inside = [i for i, x in enumerate(t) if lo <= x <= hi]
+        out.append({"name": a["name"], "from": inside[0], "to": inside[-1]})
+print(json.dumps(out))
+`;
 
 let engine: Engine;
 const q = (p: Partial<TreeQuery> = {}): TreeQuery => ({
@@ -182,7 +199,9 @@ describe("call tree worker", () => {
       if (A.allocEvent[k] >= 0 && A.allocEvent[k] <= 2780) sum += A.sizeBytes[k];
     expect(a.totalBytes).toBe(sum);
     expect(a.root.bytes).toBe(sum);
-    expect(Array.isArray(a.spans)).toBe(true);
+    // The file's one record_function scope (Optimizer.step), as the events whose time_us lies within its
+    // START..END, from Python.
+    expect(a.spans).toEqual(JSON.parse(python(["-c", SPANS_PY, resolve(REAL, FILE)])));
     // Without a range: the moment as before.
     expect(treeAnswer(engine, q({ event: 2780 })).range).toBeNull();
   });

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { bytesByteSource } from "../src/core/formats/byte-source";
 import { readSnapshot } from "../src/core/formats/read";
 import { summarize } from "../src/core/model/summary";
@@ -110,12 +110,25 @@ describe("warm-up rounds", () => {
   it("stop() ends them before the next round; a file arriving (as the worker does it) ends them early", async () => {
     let calls = 0;
     expect(await warmUp(50, () => ++calls > 3)).toBe(3);
-    // the worker: a side opens a file, so stop() turns true and the round in progress is cancelled
+    // the worker: a side opens a file, so stop() turns true and the round in progress is cancelled.
+    // Deterministic: the file "arrives" just as the third round's open has begun (the real open, watched),
+    // so rounds 1–2 completed and the third is cancelled in the middle.
     let inUse = false;
-    const running = warmUp(50, () => inUse);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    inUse = true;
-    cancelWarmUp();
-    expect(await running).toBeLessThan(50);
+    let opens = 0;
+    const open = Engine.prototype.open;
+    const watch = vi.spyOn(Engine.prototype, "open").mockImplementation(function (this: Engine, ...args) {
+      const reading = open.apply(this, args);
+      if (++opens === 3) {
+        inUse = true;
+        cancelWarmUp();
+      }
+      return reading;
+    });
+    try {
+      expect(await warmUp(50, () => inUse)).toBe(2);
+      expect(opens).toBe(3);
+    } finally {
+      watch.mockRestore();
+    }
   });
 });

@@ -230,8 +230,11 @@ function spansOf(engine: Engine, device: number): { name: string; from: number; 
   if (!replay) return [];
   const out: { name: string; from: number; to: number }[] = [];
   for (const a of replay.markers.annotations) {
-    if (a.startEvent === null || a.endEvent === null) continue;
-    out.push({ name: a.name, from: a.startEvent, to: Math.max(a.startEvent, a.endEvent - 1) });
+    // endEvent is the first event at or after END: null when END came after the trace's last event (the
+    // scope was still running at the dump, e.g. a snapshot taken inside optimizer.step): it runs to the end.
+    const end = a.endEvent ?? (a.endUs !== null && a.startEvent !== null ? replay.length : null);
+    if (a.startEvent === null || end === null) continue;
+    out.push({ name: a.name, from: a.startEvent, to: Math.max(a.startEvent, end - 1) });
     if (out.length >= 200) break;
   }
   return out;
