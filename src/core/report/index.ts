@@ -4,7 +4,7 @@
 import { type Attribution, attribute, UNKNOWN_REASONS } from "../attribution";
 import { CATEGORY_NAMES } from "../attribution/rules";
 import { type CheckResult, type PeakInfo, runChecks } from "../checks";
-import { compareSnapshots, type SiteDelta } from "../compare";
+import { compareSnapshots, type SiteDelta, type UnknownMatch } from "../compare";
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
 import { type PeakReport, type ReplayInputs, type ReplayReport, replayReport } from "../replay/report";
 import { formatBytes } from "./format";
@@ -58,6 +58,10 @@ export interface CallSiteJson {
 export interface CompareJson {
   /** other − this, per category. */
   categories: Record<string, number>;
+  /** Unknown blocks counted as the other file's parameters (compare MATCH_RULE), per side and size. */
+  matched: UnknownMatch[];
+  matchedBytes: { base: number; other: number };
+  matchRule: string;
   callSites: { site: string; deltaBytes: number; label: string; category: string }[];
   verdict: string;
   totalDeltaBytes: number;
@@ -274,6 +278,7 @@ export function replayInputs(a: Attribution): ReplayInputs {
 function traceReplayCheck(c: ReplayReport["traceReplay"]): CheckResult {
   return {
     id: "trace-replay",
+    severity: "error",
     title: "Replaying the trace ends in the snapshot's state",
     status: c.status,
     detail: c.detail,
@@ -334,6 +339,9 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     const ot = computeTotals(opts.other, oa);
     compare = {
       categories: c.categories,
+      matched: c.matched,
+      matchedBytes: c.matchedBytes,
+      matchRule: c.matchRule,
       callSites: c.callSites.map((s: SiteDelta) => ({
         site: s.site,
         deltaBytes: s.deltaBytes,
