@@ -1,7 +1,7 @@
 // The five checks and the counters sidecar parser, on planted models (expected numbers by arithmetic here).
 
 import { describe, expect, it } from "vitest";
-import { runChecks } from "../src/core/checks";
+import { anyFailed, infoFailures, realFailures, runChecks } from "../src/core/checks";
 import { CountersParseError, parseCounters } from "../src/core/report/counters";
 import { buildModel, MiB } from "./report-fixtures";
 
@@ -27,6 +27,8 @@ describe("block-tiling", () => {
     ]);
     const c = byId(runChecks(m))["block-tiling"];
     expect(c.status).toBe("fail");
+    expect(c.severity).toBe("error");
+    expect(realFailures(runChecks(m)).map((x) => x.id)).toEqual(["block-tiling"]);
     expect(c.failingSegments).toEqual([
       { device: 0, address: 0x7f0000400000, totalSizeBytes: 2 * MiB, blockSumBytes: MiB },
     ]);
@@ -114,6 +116,13 @@ describe("counter checks", () => {
     );
     expect(bad["snapshot-vs-peak"].status).toBe("fail");
     expect(bad["snapshot-vs-peak"].detail).toMatch(/gap 30\.00 MiB \(23\.0[0-9]%\)/);
+    // a dump away from the peak is information, not a failure: severity info, not among the real failures,
+    // while anyFailed (the CLI's exit code 2) still counts it
+    expect(bad["snapshot-vs-peak"].severity).toBe("info");
+    const all = runChecks(seed, { counters: counters({ max_memory_allocated: Math.round(130.01 * MiB) }) });
+    expect(realFailures(all)).toEqual([]);
+    expect(infoFailures(all).map((c) => c.id)).toEqual(["snapshot-vs-peak"]);
+    expect(anyFailed(all)).toBe(true);
   });
   it("snapshot-vs-peak takes a replayed peak when there is no sidecar, and names its source", () => {
     const c = byId(runChecks(m, { peak: { bytes: 10 * MiB, source: "replayed device_traces" } }))[

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { attribute } from "../src/core/attribution";
 import { compareSnapshots } from "../src/core/compare";
-import type { SnapshotModel } from "../src/core/model/types";
+import { BlockState, type SnapshotModel } from "../src/core/model/types";
 import { REAL_STACKS } from "./attribution-real-stacks";
 import { type BlockSpec, buildModel, MiB } from "./report-fixtures";
 
@@ -91,5 +91,53 @@ describe("compare", () => {
     const c = compareSnapshots(side(win), side(linux));
     expect(c.callSites).toEqual([]);
     expect(c.verdict).toBe("no change: +0.00 MiB in every category");
+  });
+
+  it("unknown blocks matched to the other file's parameters by size where that is exact", () => {
+    // A recorded the model's two 6 MiB weights; B was recorded after they were built: no stack, unknown.
+    const weights = (frames: typeof S.moduleCudaNative.frames | undefined): BlockSpec[] => [
+      { size: 6 * MiB, frames },
+      { size: 6 * MiB, frames },
+    ];
+    const A = side(step(weights(S.moduleCudaNative.frames)));
+    const B = side(step(weights(undefined)));
+    const raw = (m: SnapshotModel, a: ReturnType<typeof attribute>, cat: string) => {
+      let n = 0;
+      for (let b = 0; b < m.blocks.length; b++)
+        if (m.blocks.state[b] === BlockState.active_allocated && a.categoryNames[a.blockCategory[b]] === cat)
+          n += m.blocks.sizeBytes[b];
+      return n;
+    };
+    // without matching, the same weights would read parameters −12 MiB / unknown +12 MiB
+    expect(raw(B.model, B.attribution, "unknown") - raw(A.model, A.attribution, "unknown")).toBe(12 * MiB);
+    const c = compareSnapshots(A, B);
+    expect(c.categories.parameters).toBe(0);
+    expect(c.categories.unknown).toBe(0);
+    expect(c.totalDeltaBytes).toBe(0);
+    expect(c.matched).toEqual([
+      { side: "other", sizeBytes: 6 * MiB, blocks: 2, bytes: 12 * MiB, site: expect.any(String) },
+    ]);
+    expect(c.matchedBytes).toEqual({ base: 0, other: 12 * MiB });
+    expect(c.matchRule).toMatch(/exactly that many more parameter blocks/);
+    // the site of A's weights: no call-site change either
+    expect(c.callSites).toEqual([]);
+    // reversed: B is the base, its unknown blocks match A's (the other file's) parameters
+    const r = compareSnapshots(B, A);
+    expect(r.categories.parameters).toBe(0);
+    expect(r.matched.map((m) => [m.side, m.blocks])).toEqual([["base", 2]]);
+  });
+
+  it("no match where the count is not exact: three unknown 6 MiB blocks against two parameters", () => {
+    const A = side(
+      step([
+        { size: 6 * MiB, frames: S.moduleCudaNative.frames },
+        { size: 6 * MiB, frames: S.moduleCudaNative.frames },
+      ]),
+    );
+    const B = side(step([{ size: 6 * MiB }, { size: 6 * MiB }, { size: 6 * MiB }]));
+    const c = compareSnapshots(A, B);
+    expect(c.matched).toEqual([]);
+    expect(c.categories.parameters).toBe(-12 * MiB);
+    expect(c.categories.unknown).toBe(18 * MiB);
   });
 });

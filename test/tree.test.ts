@@ -441,10 +441,10 @@ describe("frames as people read them (a hand-built model)", () => {
     expect(t.root.blocks).toBe(4);
     expect(pathTo(t.root, "train.py:5 main")).toEqual([
       "train.py:5 main",
-      "torch · 3 frames",
+      "torch · 1 frame",
       "model.py:30 forward",
       "model.py:20 recurse <repeats 4 times>",
-      "torch · 3 frames",
+      "torch · 2 frames",
     ]);
     const main = t.root.children.find((c) => c.name === "train.py:5 main") as CallTreeNode;
     expect(main.own).toBe(true);
@@ -454,11 +454,8 @@ describe("frames as people read them (a hand-built model)", () => {
     expect(hop.kind).toBe("library");
     expect(hop.own).toBe(false);
     expect(hop.detail).toBe("module.py:1773 _call_impl");
-    expect(hop.collapsedFrames).toEqual([
-      "_PyEval_EvalFrameDefault",
-      "module.py:1773 _call_impl",
-      "_PyEval_EvalFrameDefault",
-    ]);
+    // CPython's _PyEval_ frames are noise (isNoiseFrame): hidden, not counted
+    expect(hop.collapsedFrames).toEqual(["module.py:1773 _call_impl"]);
     const rep = find(t.root, (n) => n.kind === "repeat")[0];
     expect(rep.own).toBe(true);
     expect(rep.frame).toEqual({ filename: "/home/u/proj/model.py", line: 20, name: "recurse" });
@@ -466,7 +463,6 @@ describe("frames as people read them (a hand-built model)", () => {
     expect(leaf.selfBytes).toBe(3072);
     expect(leaf.detail).toBe("functional.py:10 zeros_wrap");
     expect(leaf.collapsedFrames).toEqual([
-      "_PyEval_EvalFrameDefault",
       "functional.py:10 zeros_wrap",
       "torch::autograd::THPVariable_zeros",
     ]);
@@ -482,11 +478,11 @@ describe("frames as people read them (a hand-built model)", () => {
   it("bottom-up starts at the allocation site; module roll-up keeps forward frames; filters", () => {
     const up = builder.build(null, "snapshot", { orientation: "bottom-up" });
     expect(problems(up)).toEqual([]);
-    expect(pathTo(up.root, "torch · 3 frames")).toEqual([
-      "torch · 3 frames",
+    expect(pathTo(up.root, "torch · 2 frames")).toEqual([
+      "torch · 2 frames",
       "model.py:20 recurse <repeats 4 times>",
       "model.py:30 forward",
-      "torch · 3 frames",
+      "torch · 1 frame",
       "train.py:5 main",
     ]);
 

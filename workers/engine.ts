@@ -319,8 +319,8 @@ export class Engine {
       errors.push(`The trace of device ${device} could not be replayed: ${message(e)}`);
     }
     let replayReport = null;
+    const replays = new Map<number, Replay>();
     try {
-      const replays = new Map<number, Replay>();
       for (let t = 0; t < model.traces.length; t++) {
         if (model.traces[t].length > 0) replays.set(t, this.device(t).replay);
       }
@@ -330,7 +330,13 @@ export class Engine {
     }
     try {
       // The same object as `peakscope report --json`, its replay section from the replays prepared here.
-      this.report ??= buildPanelReport(model, this.attribution, this.counters, replayReport ?? undefined);
+      this.report ??= buildPanelReport(
+        model,
+        this.attribution,
+        this.counters,
+        replayReport ?? undefined,
+        replayReport ? replays : undefined,
+      );
     } catch (e) {
       errors.push(`The report could not be built: ${message(e)}`);
     }

@@ -26,10 +26,13 @@ export function buildPanelReport(
   attribution: Attribution | null,
   counters: CountersSidecar | null,
   replay?: ReplayReport,
+  /** The replays `replay` came from: the report's `summary` (peak phase, own lines, OOMs) needs them. */
+  replays?: Map<number, Replay>,
 ): ReportJson {
   return buildReport(model, {
     counters,
     ...(attribution ? { attribution } : {}),
     ...(replay ? { replay } : {}),
+    ...(replay && replays && attribution ? { replays } : {}),
   });
 }

@@ -1,36 +1,13 @@
-// Stacks as the user reads them: MemoryViz's noise-frame filter, ≥3 identical consecutive frames
+// Stacks as the user reads them: the noise-frame filter (MemoryViz's, plus PyType_* and unnamed ??), ≥3 identical consecutive frames
 // collapsed into one with `repeats`, and a sentence for an empty stack instead of nothing.
 
+import { isNoiseFrame as isCoreNoiseFrame } from "../src/core/attribution/frames";
 import type { IndexIntoStacks, SnapshotModel } from "../src/core/model/types";
 import type { FrameText, StackView } from "./api";
 
-const NOISE_NAMES = [
-  "unwind::unwind",
-  "CapturedTraceback::gather",
-  "gather_with_cpp",
-  "_start",
-  "__libc_start_main",
-  "PyEval_",
-  "PyObject_",
-  "PyFunction_",
-];
-const NOISE_FILES = [
-  "core/boxing",
-  "/Register",
-  "/Redispatch",
-  "pythonrun.c",
-  "Modules/main.c",
-  "Objects/call.c",
-  "Objects/methodobject.c",
-  "pycore_ceval.h",
-  "ceval.c",
-  "cpython/abstract.h",
-];
-
+/** The one core filter (attribution/frames.ts isNoiseFrame): the same frames are hidden everywhere. */
 export function isNoiseFrame(f: FrameText): boolean {
-  for (const n of NOISE_NAMES) if (f.name.includes(n)) return true;
-  for (const n of NOISE_FILES) if (f.filename.includes(n)) return true;
-  return false;
+  return isCoreNoiseFrame(f.filename, f.name);
 }
 
 export function fullStack(model: SnapshotModel, stack: IndexIntoStacks): FrameText[] {

@@ -22,6 +22,7 @@ import {
   parseScale,
   parseSelection,
   prepareWhatIf,
+  rankSuggestions,
   type Suggestion,
   suggestSteps,
   type Transform,
@@ -45,6 +46,10 @@ export interface WhatIfSuggestQuery {
   device: number;
   /** A capacity typed by the user (bytes); else the counters' or the OOM's. */
   capacityBytes?: number | null;
+  /** How the typed capacity was read (units.ts parseCapacity's note), shown in capacity.detail. */
+  capacityNote?: string | null;
+  /** GPUs available (default 1): suggestions needing more devices rank after the rest. */
+  devices?: number;
   ticket?: number;
 }
 
@@ -55,6 +60,8 @@ export interface WhatIfSuggestAnswer {
   baselinePeakBytes: number;
   baselinePeakEvent: number;
   capacity: Capacity | null;
+  /** The GPUs available the ranking was made for. */
+  devicesAvailable: number;
   oom: OomNeed[];
   suggestions: WhatIfSuggestionRow[];
   /** Time suggest() took in the worker (0 from the cache). */
@@ -191,8 +198,13 @@ function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-function capacityOf(engine: Engine, c: Cached, capacityBytes: number | null | undefined): Capacity | null {
-  return deviceCapacity(c.ctx.replay, engine.countersSidecar, capacityBytes ?? null);
+function capacityOf(
+  engine: Engine,
+  c: Cached,
+  capacityBytes: number | null | undefined,
+  note?: string | null,
+): Capacity | null {
+  return deviceCapacity(c.ctx.replay, engine.countersSidecar, capacityBytes ?? null, note ?? null);
 }
 
 function fitsOf(c: Cached, res: WhatIfResult, capacity: Capacity | null): boolean | null {
@@ -219,6 +231,7 @@ export async function whatIfSuggest(engine: Engine, q: WhatIfSuggestQuery): Prom
     baselinePeakBytes: 0,
     baselinePeakEvent: 0,
     capacity: null,
+    devicesAvailable: q.devices ?? 1,
     oom: [],
     suggestions: [],
     ms: 0,
@@ -228,7 +241,8 @@ export async function whatIfSuggest(engine: Engine, q: WhatIfSuggestQuery): Prom
   try {
     const c = cachedOf(engine, q.device);
     const r = c.ctx.replay;
-    const capacity = capacityOf(engine, c, q.capacityBytes);
+    const capacity = capacityOf(engine, c, q.capacityBytes, q.capacityNote);
+    const devices = q.devices ?? 1;
     const key = `${capacity?.bytes ?? ""}`;
     const counters = engine.countersSidecar;
     const base = {
@@ -239,10 +253,10 @@ export async function whatIfSuggest(engine: Engine, q: WhatIfSuggestQuery): Prom
       oom: oomNeeds(r),
     };
     const hit = c.suggestions.get(key);
-    if (hit && hit.counters === counters) return { ...base, suggestions: hit.rows };
+    if (hit && hit.counters === counters) return { ...base, suggestions: rankSuggestions(hit.rows, devices) };
     const t0 = performance.now();
     // one evaluation per task: the timeline's and the map's requests are answered in between
-    const steps = suggestSteps(c.ctx, { capacity });
+    const steps = suggestSteps(c.ctx, { capacity, devices });
     let step = steps.next();
     while (!step.done) {
       await nextTask();
@@ -261,6 +275,8 @@ export async function whatIfSuggest(engine: Engine, q: WhatIfSuggestQuery): Prom
         assumption: s.assumption,
         caveat: s.caveat,
         fits: s.fits,
+        devices: s.devices,
+        cost: s.cost,
         categoriesAtPeak: s.categoriesAtPeak,
         specs: s.specs,
       }),

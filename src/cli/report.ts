@@ -136,7 +136,7 @@ export async function reportCommand(
     const inputs = replayInputs(attribution);
     const replays = prepareReplays(model, inputs);
     const replay = replayReport(model, inputs, counters, { replays });
-    report = buildReport(model, { counters, other, otherCounters, attribution, replay });
+    report = buildReport(model, { counters, other, otherCounters, attribution, replay, replays });
     const html = renderReportHtml(report, buildReportPictures(model, attribution, replays), {
       generatedAt: new Date().toISOString(),
       version: peakscopeVersion(),

@@ -1,4 +1,4 @@
-// `peakscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--remove SPEC]...
+// `peakscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--devices N] [--remove SPEC]...
 //   [--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--json]`
 // SPEC = category:NAME | site:FILE:LINE | frame:TEXT (also ids:…, window:A..B, time:A..B, phase:NAME, with & and |).
 // Exit 0: answered; 1: unreadable input, bad usage, or a selection the file cannot answer.
@@ -7,7 +7,7 @@ import { SnapshotReadError } from "../core/formats/errors";
 import type { CountersSidecar, SnapshotModel } from "../core/model/types";
 import { CountersParseError } from "../core/report/counters";
 import { formatMiB as formatBytes } from "../core/report/format";
-import { parseSize } from "../core/units";
+import { parseCapacity } from "../core/units";
 import {
   type Capacity,
   deviceCapacity,
@@ -35,10 +35,12 @@ export type WhatIfIo = CliIo;
 export type WhatIfDeps = SnapshotDeps;
 
 const USAGE =
-  "usage: peakscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--remove SPEC]... " +
+  "usage: peakscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--devices N] [--remove SPEC]... " +
   "[--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--json]\n" +
   "  SPEC: category:NAME | site:FILE:LINE | frame:TEXT (also ids:1,2 window:FROM..TO time:FROM..TO phase:NAME; " +
-  "join with & or |)\n";
+  "join with & or |)\n" +
+  "  --capacity: what memory_allocated() can reach (80GiB; GB is read as GiB, as GPU memory is quoted)\n" +
+  "  --devices: GPUs available (default 1): suggestions that need more (ZeRO over N ranks) rank after the rest\n";
 
 class UsageError extends Error {}
 
@@ -47,6 +49,8 @@ interface Args {
   counters: string | null;
   device: number | null;
   capacity: number | null;
+  capacityNote: string | null;
+  devices: number;
   transforms: Transform[];
   suggest: boolean;
   json: boolean;
@@ -58,6 +62,8 @@ function parseArgs(args: string[]): Args {
     counters: null,
     device: null,
     capacity: null,
+    capacityNote: null,
+    devices: 1,
     transforms: [],
     suggest: false,
     json: false,
@@ -67,6 +73,7 @@ function parseArgs(args: string[]): Args {
     "--counters",
     "--device",
     "--capacity",
+    "--devices",
     "--remove",
     "--scale",
     "--free-early",
@@ -97,9 +104,16 @@ function parseArgs(args: string[]): Args {
             throw new UsageError(`--device takes a whole number ≥ 0, not ${value}`);
           out.device = n;
         } else if (a === "--capacity") {
-          out.capacity = parseSize(value);
-          if (out.capacity === null)
+          const c = parseCapacity(value);
+          if (c === null)
             throw new UsageError(`--capacity takes a size (80GiB, 80GB, 85899345920), not "${value}"`);
+          out.capacity = c.bytes;
+          out.capacityNote = c.note;
+        } else if (a === "--devices") {
+          const n = Number(value);
+          if (!Number.isInteger(n) || n < 1)
+            throw new UsageError(`--devices takes a whole number ≥ 1 (GPUs available), not ${value}`);
+          out.devices = n;
         } else if (a === "--remove") out.transforms.push({ op: "remove", select: parseSelection(value) });
         else if (a === "--scale") out.transforms.push(parseScale(value));
         else if (a === "--free-early")
@@ -133,6 +147,8 @@ export interface WhatIfJson {
   assumption: string;
   transforms: WhatIfResult["transforms"];
   capacity: Capacity | null;
+  /** GPUs available (--devices, default 1): the suggestions that need no more come first. */
+  devicesAvailable: number;
   /** The new peak (and, with an OOM, the failed request on top of the new curve there) fits the capacity. */
   fits: boolean | null;
   oom: OomNeed[];
@@ -147,6 +163,8 @@ export interface WhatIfJson {
     peakEvent: number;
     caveat: string;
     fits: boolean | null;
+    /** Devices the change needs (ZeRO over N ranks: N; figures per rank); ≤ devicesAvailable ranks first. */
+    devices: number;
     specs: string[];
     categoriesAtPeak: Record<string, number>;
   }[];
@@ -156,12 +174,22 @@ export interface WhatIfJson {
 export function whatIfJson(
   ctx: WhatIfContext,
   transforms: Transform[],
-  opts: { file: string; counters: CountersSidecar | null; capacityBytes?: number | null; suggest: boolean },
+  opts: {
+    file: string;
+    counters: CountersSidecar | null;
+    capacityBytes?: number | null;
+    /** How --capacity was read (parseCapacity's note). */
+    capacityNote?: string | null;
+    /** GPUs available (default 1). */
+    devices?: number;
+    suggest: boolean;
+  },
 ): WhatIfJson {
   const r = ctx.replay;
   const oom = oomNeeds(r);
   const firstOom = oom.find((o) => Number.isFinite(o.deviceFreeBytes)) ?? null;
-  const capacity = deviceCapacity(r, opts.counters, opts.capacityBytes);
+  const capacity = deviceCapacity(r, opts.counters, opts.capacityBytes, opts.capacityNote);
+  const devicesAvailable = opts.devices ?? 1;
   const res = evaluate(ctx, transforms, { curve: firstOom !== null });
   let fits: boolean | null = null;
   if (capacity) {
@@ -176,7 +204,7 @@ export function whatIfJson(
       ? `max_memory_allocated (${formatBytes(cPeak)}) is above the recorded trace's peak ` +
         `(${formatBytes(res.baselinePeakBytes)}): the run peaked outside the trace, and these figures are for the recorded window only`
       : null;
-  const suggestions = opts.suggest ? suggest(ctx, { capacity }) : [];
+  const suggestions = opts.suggest ? suggest(ctx, { capacity, devices: devicesAvailable }) : [];
   return {
     file: opts.file,
     device: res.device,
@@ -191,6 +219,7 @@ export function whatIfJson(
     assumption: res.assumption,
     transforms: res.transforms,
     capacity,
+    devicesAvailable,
     fits,
     oom,
     note,
@@ -204,6 +233,7 @@ export function whatIfJson(
       peakEvent: s.peakEvent,
       caveat: s.caveat,
       fits: s.fits,
+      devices: s.devices,
       specs: s.specs,
       categoriesAtPeak: s.categoriesAtPeak,
     })),
@@ -251,11 +281,24 @@ export function renderWhatIfText(j: WhatIfJson): string {
     );
   }
   if (j.suggestions.length > 0) {
-    lines.push("", "suggestions (by saving at the peak):");
+    const gpus = (n: number) => `${n} GPU${n === 1 ? "" : "s"}`;
+    lines.push(
+      "",
+      `suggestions for ${gpus(j.devicesAvailable)} (--devices): what works on them first; ` +
+        (j.capacity
+          ? "what fits, cheapest change first; then by saving at the peak:"
+          : "by saving at the peak:"),
+    );
+    let more = false;
     j.suggestions.forEach((s, i) => {
       const fit = s.fits === null ? "" : `  ${fitsText(s.fits)}`;
+      if (!more && s.devices > j.devicesAvailable) {
+        more = true;
+        lines.push(`  needing more than ${gpus(j.devicesAvailable)}:`);
+      }
+      const needs = s.devices > 1 ? ` (needs ${gpus(s.devices)}; figures per GPU)` : "";
       lines.push(
-        `  ${String(i + 1).padStart(2)}. ${s.action}`,
+        `  ${String(i + 1).padStart(2)}. ${s.action}${needs}`,
         `      peak ${formatBytes(s.peakBytes)} (saves ${formatBytes(s.savedBytes)})${fit}`,
         `      assumption: ${s.assumption}`,
         `      caveat: ${s.caveat}`,
@@ -307,6 +350,8 @@ export async function runWhatIf(
       file: args.file,
       counters,
       capacityBytes: args.capacity,
+      capacityNote: args.capacityNote,
+      devices: args.devices,
       suggest: args.suggest,
     });
   } catch (e) {

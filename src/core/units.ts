@@ -75,3 +75,30 @@ export function parseSize(text: string): number | null {
   const v = Math.round(Number(m[1]) * unit);
   return v > 0 ? v : null;
 }
+
+/** A device capacity as typed, in bytes, and how the unit was read. */
+export interface ParsedCapacity {
+  bytes: number;
+  /** Set when a decimal unit was read as binary: `"40 GB" read as 40 GiB (42,949,672,960 B)`. */
+  note: string | null;
+}
+
+/**
+ * A GPU's capacity as people write it: "40 GB", "80GiB", "24g", "85899345920". GPU memory is quoted in
+ * binary units whatever the label ("A100 40 GB" has 40 GiB), so KB / MB / GB / TB mean KiB / MiB / GiB /
+ * TiB here, and the note says so; null when it is not a size.
+ */
+export function parseCapacity(text: string): ParsedCapacity | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text.replace(/,/g, ""));
+  if (!m) return null;
+  const unit = m[2].toLowerCase();
+  const decimal = /^[kmgt]b$/.test(unit);
+  const bytes = parseSize(decimal ? `${m[1]}${unit[0]}ib` : `${m[1]}${unit}`);
+  if (bytes === null) return null;
+  if (!decimal) return { bytes, note: null };
+  const binary = `${m[1]} ${unit[0].toUpperCase()}iB`;
+  return {
+    bytes,
+    note: `"${text.trim()}" read as ${binary} (${exactBytesShort(bytes)}): GPU memory sizes are binary`,
+  };
+}

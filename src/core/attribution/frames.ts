@@ -67,6 +67,21 @@ export function isMachineryFrame(name: string): boolean {
 }
 
 /**
+ * Frames that name nothing a reader can use, hidden wherever frames are shown (stack lists and tooltips,
+ * the call tree's labels, call sites): MemoryViz's stack filter (the snapshot machinery, CPython's
+ * `PyEval_` / `PyObject_` / `PyFunction_` calls, the dispatcher's boxing and Register / Redispatch files,
+ * start-up), plus CPython's `PyType_*` (`PyType_GetModule ??` under every binding) and a `??` frame with no
+ * name (an unsymbolised address). A `??` file with a real name is kept.
+ */
+const NOISE_NAMES =
+  /unwind::unwind|CapturedTraceback::gather|gather_with_cpp|_start|__libc_start_main|PyEval_|PyObject_|PyFunction_|^_?PyType_/;
+const NOISE_FILES =
+  /core\/boxing|\/Register|\/Redispatch|pythonrun\.c|Modules\/main\.c|Objects\/call\.c|Objects\/methodobject\.c|pycore_ceval\.h|ceval\.c|cpython\/abstract\.h/;
+export function isNoiseFrame(filename: string, name: string): boolean {
+  return name === "??" || name === "" || NOISE_NAMES.test(name) || NOISE_FILES.test(filename);
+}
+
+/**
  * Allocator and dispatcher plumbing that sits between the op and the allocator in every native stack:
  * `at::`, `c10::` (and torch_npu's `at_npu::`, `c10_npu::`), possibly behind a return type
  * (`at::TensorBase at::detail::_empty_generic<long>(…)`, `void at::meta::…`), plus the autograd dispatch

@@ -15,6 +15,7 @@ import {
   isInstalledPath,
   isInterpreterFrame,
   isMachineryFrame,
+  isNoiseFrame,
   isOwnCode,
   isPlumbingFrame,
   isPythonFile,
@@ -210,7 +211,8 @@ function classifyFrames(model: SnapshotModel): FrameClass {
     } else {
       const filename = strings[fid] ?? "";
       if (isMachineryFrame(name)) b |= F_MACHINERY;
-      else if (!isPlumbingFrame(name) && !isInterpreterFrame(filename, name)) b |= F_NATIVE_SITE;
+      else if (!isPlumbingFrame(name) && !isInterpreterFrame(filename, name) && !isNoiseFrame(filename, name))
+        b |= F_NATIVE_SITE;
       if (isAutogradNodeApply(name)) b |= F_NODE_APPLY;
     }
     bits[f] = b;

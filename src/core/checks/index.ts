@@ -5,6 +5,14 @@ import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/t
 import { exactBytesShort } from "../units";
 
 export type CheckStatus = "pass" | "fail" | "skipped";
+/**
+ * What a fail means. `error`: the file's numbers disagree (blocks vs segments, vs the counters, vs the
+ * replay): something is wrong. `info`: a fact about the moment of the dump — snapshot-vs-peak fails when
+ * the dump was taken away from the peak (after the step, as nearly every real file is): shown as
+ * information, never as a red failure, and not counted as a failure (ranks). The CLI's exit code still
+ * counts every fail (exit 2, as the seed defines it).
+ */
+export type CheckSeverity = "error" | "info";
 export type CheckId =
   | "block-tiling"
   | "active-total"
@@ -17,6 +25,8 @@ export interface CheckResult {
   id: CheckId;
   title: string;
   status: CheckStatus;
+  /** What a fail of this check means (`info`: snapshot-vs-peak; `error`: the others). */
+  severity: CheckSeverity;
   /** One or two sentences with the numbers, in bytes (and MiB where it helps). */
   detail: string;
   /** The snapshot side of the comparison (re-summed blocks, or the segment-field total). */
@@ -118,6 +128,7 @@ export function checkBlockTiling(model: SnapshotModel): CheckResult {
   if (failing.length === 0) {
     return {
       ...base,
+      severity: "error",
       status: "pass",
       detail:
         seg.length === 0
@@ -134,6 +145,7 @@ export function checkBlockTiling(model: SnapshotModel): CheckResult {
     .join("; ");
   return {
     ...base,
+    severity: "error",
     status: "fail",
     failingSegments: failing,
     detail:
@@ -160,6 +172,7 @@ export function checkActiveTotal(model: SnapshotModel): CheckResult {
       : `${what} blocks ${bytes(blocks)} ≠ Σ ${field} ${bytes(total)} (difference ${bytes(total - blocks)})`;
   return {
     id: "active-total",
+    severity: "error",
     title: "global active and allocated totals",
     status: ok ? "pass" : "fail",
     actualBytes: blockActive,
@@ -190,6 +203,7 @@ function counterCheck(
   if (!counters || counter === null) {
     return {
       id,
+      severity: "error",
       title,
       status: "skipped",
       detail: counters ? `the counters sidecar has no ${key}.` : `${NO_SIDECAR}.`,
@@ -207,6 +221,7 @@ function counterCheck(
     ws > 0 ? `Σ ${field} − torch_npu workspace ${bytes(ws)} = ${bytes(snap)}` : `Σ ${field} ${bytes(snap)}`;
   return {
     id,
+    severity: "error",
     title,
     status: ok ? "pass" : "fail",
     actualBytes: snap,
@@ -235,6 +250,7 @@ export function checkSnapshotVsPeak(model: SnapshotModel, opts: CheckOptions): C
   } else {
     return {
       id: "snapshot-vs-peak",
+      severity: "info",
       title,
       status: "skipped",
       detail: opts.counters
@@ -266,6 +282,7 @@ export function checkSnapshotVsPeak(model: SnapshotModel, opts: CheckOptions): C
     // snapshot close to it proves nothing. (Beyond the tolerance the gap is real: that still fails.)
     return {
       id: "snapshot-vs-peak",
+      severity: "info",
       title,
       status: "skipped",
       actualBytes: snap,
@@ -280,6 +297,7 @@ export function checkSnapshotVsPeak(model: SnapshotModel, opts: CheckOptions): C
   }
   return {
     id: "snapshot-vs-peak",
+    severity: "info",
     title,
     status: ok ? "pass" : "fail",
     actualBytes: snap,
@@ -302,6 +320,26 @@ export function runChecks(model: SnapshotModel, opts: CheckOptions = {}): CheckR
   ];
 }
 
+/** The severity of a check by id (also for report JSON written before `severity` existed). */
+export function checkSeverity(id: string): CheckSeverity {
+  return id === "snapshot-vs-peak" ? "info" : "error";
+}
+
+/** Any fail, of either severity: the CLI's exit code 2. */
 export function anyFailed(checks: CheckResult[]): boolean {
   return checks.some((c) => c.status === "fail");
+}
+
+/** The real failures: fails of severity `error` (what the page shows red and the rank overview counts). */
+export function realFailures<C extends { id: string; status: string; severity?: CheckSeverity }>(
+  checks: readonly C[],
+): C[] {
+  return checks.filter((c) => c.status === "fail" && (c.severity ?? checkSeverity(c.id)) === "error");
+}
+
+/** Fails that are information (snapshot-vs-peak: the dump is not the peak). */
+export function infoFailures<C extends { id: string; status: string; severity?: CheckSeverity }>(
+  checks: readonly C[],
+): C[] {
+  return checks.filter((c) => c.status === "fail" && (c.severity ?? checkSeverity(c.id)) === "info");
 }

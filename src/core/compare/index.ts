@@ -25,9 +25,36 @@ export interface SiteDelta {
   otherBytes: number;
 }
 
+/**
+ * Unknown blocks of one side counted as parameters because the other side's parameters account for them
+ * exactly (MATCH_RULE): the same weights, recorded on one side and not on the other.
+ */
+export interface UnknownMatch {
+  /** The side whose unknown blocks were matched. */
+  side: "base" | "other";
+  /** The block size (rounded bytes) matched. */
+  sizeBytes: number;
+  blocks: number;
+  /** blocks × sizeBytes. */
+  bytes: number;
+  /** The other side's call site of those parameters when they all share one (its portable key), else null. */
+  site: string | null;
+}
+
+export const MATCH_RULE =
+  "unknown blocks of one file are counted as parameters where, for their exact block size, the other file " +
+  "holds exactly that many more parameter blocks than this one (the same weights, recorded in one file and " +
+  "allocated before recording in the other); any other count at that size is left unknown";
+
 export interface Comparison {
-  /** other − base per category. */
+  /** other − base per category (after matching unknown blocks to parameters: `matched`). */
   categories: Record<string, number>;
+  /** Unknown blocks counted as parameters (MATCH_RULE); [] when none. */
+  matched: UnknownMatch[];
+  /** Σ matched bytes per side. */
+  matchedBytes: { base: number; other: number };
+  /** The rule, for people. */
+  matchRule: string;
   totalDeltaBytes: number;
   /** Non-zero site deltas, largest |delta| first. */
   callSites: SiteDelta[];
@@ -42,30 +69,107 @@ export interface Tally {
   labels: Map<string, string>;
 }
 
-function tally(side: CompareSide): Tally {
+/** Per block size: active unknown blocks, parameter blocks, and the parameters' site keys. */
+function sizeCounts(side: CompareSide, unknown: number, params: number) {
   const { model, attribution: a } = side;
+  const u = new Map<number, number>();
+  const p = new Map<number, number>();
+  const pSites = new Map<number, Set<string>>();
+  for (let b = 0; b < model.blocks.length; b++) {
+    if (model.blocks.state[b] !== BlockState.active_allocated) continue;
+    const size = model.blocks.sizeBytes[b];
+    const c = a.blockCategory[b];
+    if (c === unknown) u.set(size, (u.get(size) ?? 0) + 1);
+    else if (c === params) {
+      p.set(size, (p.get(size) ?? 0) + 1);
+      let set = pSites.get(size);
+      if (!set) pSites.set(size, (set = new Set()));
+      set.add(a.sites[a.blockSite[b]].portableKey);
+    }
+  }
+  return { u, p, pSites };
+}
+
+/** The matches of MATCH_RULE, both ways. */
+export function matchUnknownToParameters(base: CompareSide, other: CompareSide): UnknownMatch[] {
+  const unknown = CATEGORY_NAMES.indexOf("unknown");
+  const params = CATEGORY_NAMES.indexOf("parameters");
+  const A = sizeCounts(base, unknown, params);
+  const B = sizeCounts(other, unknown, params);
+  const out: UnknownMatch[] = [];
+  const one = (side: UnknownMatch["side"], me: typeof A, them: typeof A) => {
+    for (const [size, n] of me.u) {
+      const more = (them.p.get(size) ?? 0) - (me.p.get(size) ?? 0);
+      if (more !== n) continue;
+      const sites = them.pSites.get(size);
+      out.push({
+        side,
+        sizeBytes: size,
+        blocks: n,
+        bytes: n * size,
+        site: sites && sites.size === 1 ? [...sites][0] : null,
+      });
+    }
+  };
+  one("base", A, B);
+  one("other", B, A);
+  return out.sort((x, y) => (x.side < y.side ? -1 : x.side > y.side ? 1 : y.bytes - x.bytes));
+}
+
+function tally(side: CompareSide, matched: Map<number, string | null> = new Map()): Tally {
+  const { model, attribution: a } = side;
+  const unknown = CATEGORY_NAMES.indexOf("unknown");
+  const params = CATEGORY_NAMES.indexOf("parameters");
   const categories = new Array(CATEGORY_NAMES.length).fill(0);
   const siteCat = new Map<string, number>();
   const labels = new Map<string, string>();
   for (let b = 0; b < model.blocks.length; b++) {
     if (model.blocks.state[b] !== BlockState.active_allocated) continue;
     const size = model.blocks.sizeBytes[b];
-    const c = a.blockCategory[b];
-    categories[c] += size;
+    let c = a.blockCategory[b];
     const site = a.sites[a.blockSite[b]];
-    const k = `${site.portableKey}\u0000${c}`;
+    let key = site.portableKey;
+    const match = c === unknown ? matched.get(size) : undefined;
+    if (match !== undefined) {
+      // matched to the other file's parameters (MATCH_RULE): their category, and their site when one
+      c = params;
+      if (match !== null) key = match;
+    }
+    categories[c] += size;
+    const k = `${key}\u0000${c}`;
     siteCat.set(k, (siteCat.get(k) ?? 0) + size);
-    if (!labels.has(site.portableKey)) labels.set(site.portableKey, site.label);
+    if (!labels.has(key)) labels.set(key, key === site.portableKey ? site.label : key);
   }
   return { categories, siteCat, labels };
 }
 
 export function compareSnapshots(base: CompareSide, other: CompareSide, maxSites = 20): Comparison {
-  return compareTallies(tally(base), tally(other), maxSites);
+  const matched = matchUnknownToParameters(base, other);
+  const bySide = (side: UnknownMatch["side"]) =>
+    new Map(matched.filter((m) => m.side === side).map((m) => [m.sizeBytes, m.site]));
+  const a = tally(base, bySide("base"));
+  const b = tally(other, bySide("other"));
+  // Labels for a matched site come from the side where it is a real site.
+  for (const [k, v] of a.labels) if (b.labels.get(k) === k) b.labels.set(k, v);
+  for (const [k, v] of b.labels) if (a.labels.get(k) === k) a.labels.set(k, v);
+  const matchedBytes = {
+    base: matched.filter((m) => m.side === "base").reduce((x, m) => x + m.bytes, 0),
+    other: matched.filter((m) => m.side === "other").reduce((x, m) => x + m.bytes, 0),
+  };
+  return compareTallies(a, b, maxSites, matched, matchedBytes);
 }
 
-/** The comparison of two tallies (two snapshots, or two dumps of a series summarised apart). */
-export function compareTallies(a: Tally, b: Tally, maxSites = 20): Comparison {
+/**
+ * The comparison of two tallies (two snapshots, or two dumps of a series summarised apart). `matched` are
+ * the unknown blocks counted as the other side's parameters (none for tallies made without the models).
+ */
+export function compareTallies(
+  a: Tally,
+  b: Tally,
+  maxSites = 20,
+  matched: UnknownMatch[] = [],
+  matchedBytes = { base: 0, other: 0 },
+): Comparison {
   const categories: Record<string, number> = {};
   const deltas = CATEGORY_NAMES.map((name, i) => {
     const d = b.categories[i] - a.categories[i];
@@ -144,5 +248,5 @@ export function compareTallies(a: Tally, b: Tally, maxSites = 20): Comparison {
       verdict = `${head}: ${parts.join(", ")}${rest}`;
     }
   }
-  return { categories, totalDeltaBytes, callSites, verdict };
+  return { categories, matched, matchedBytes, matchRule: MATCH_RULE, totalDeltaBytes, callSites, verdict };
 }

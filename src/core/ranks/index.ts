@@ -2,6 +2,7 @@
 // whose peak stands out from the median, with the category that makes the difference. Pure: it takes small
 // per-rank summaries (from a snapshot's report, or from a `peakscope report --json` object) and no files.
 
+import { infoFailures, realFailures } from "../checks/index";
 import { formatMiB } from "../report/format";
 import type { ReportJson } from "../report/index";
 
@@ -25,9 +26,12 @@ export interface RankSummary {
   categories: Record<string, number>;
   /** Bytes per category at the peak; {} when the peak's composition is unknown (counters only). */
   peakCategories: Record<string, number>;
+  /** "fail" only for a real failure (checks severity `error`); snapshot-vs-peak is information. */
   checks: "pass" | "fail";
-  /** Ids of the failed checks. */
+  /** Ids of the really failed checks (severity `error`). */
   failedChecks: string[];
+  /** Ids of failed checks that are information (snapshot-vs-peak: the dump is not the peak). */
+  infoChecks: string[];
   input: "snapshot" | "report-json";
 }
 
@@ -46,6 +50,8 @@ export interface RankRow {
   fragmentation: number;
   checks: "pass" | "fail";
   failedChecks: string[];
+  /** Failed checks that are information, not failures (snapshot-vs-peak). */
+  infoChecks: string[];
   /** peakBytes − the median peak; null without a peak. */
   aboveMedianBytes: number | null;
 }
@@ -131,7 +137,9 @@ export function summaryFromReport(
       : (p.windowPeak?.allocatedBytes ?? null)
     : null;
   const peakBytes = countersPeak ?? replayPeak;
-  const failed = report.checks.filter((c) => c.status === "fail").map((c) => c.id);
+  // A real failure only (severity error; report JSON older than `severity` goes by the check's id).
+  const failed = realFailures(report.checks).map((c) => c.id);
+  const info = infoFailures(report.checks).map((c) => c.id);
   const int = (v: unknown) => (typeof v === "number" && Number.isInteger(v) && v >= 0 ? v : null);
   return {
     file,
@@ -149,6 +157,7 @@ export function summaryFromReport(
     peakCategories: p?.source === "trace" ? { ...p.categories } : {},
     checks: failed.length > 0 ? "fail" : "pass",
     failedChecks: failed,
+    infoChecks: info,
     input,
   };
 }
@@ -185,6 +194,7 @@ export function rankOverview(summaries: RankSummary[], opts: RanksOptions = {}):
     fragmentation: s.reservedBytes - s.allocatedBytes,
     checks: s.checks,
     failedChecks: s.failedChecks,
+    infoChecks: s.infoChecks ?? [],
     aboveMedianBytes: s.peakBytes !== null && med !== null ? s.peakBytes - med : null,
   }));
   rows.sort((a, b) => a.rank - b.rank || a.file.localeCompare(b.file));

@@ -4,11 +4,19 @@
 import { type Attribution, attribute, UNKNOWN_REASONS } from "../attribution";
 import { CATEGORY_NAMES } from "../attribution/rules";
 import { type CheckResult, type PeakInfo, runChecks } from "../checks";
-import { compareSnapshots, type SiteDelta } from "../compare";
+import { compareSnapshots, type SiteDelta, type UnknownMatch } from "../compare";
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
-import { type PeakReport, type ReplayInputs, type ReplayReport, replayReport } from "../replay/report";
+import {
+  type PeakReport,
+  prepareReplays,
+  type ReplayInputs,
+  type ReplayReport,
+  replayReport,
+} from "../replay/report";
+import type { Replay } from "../replay/types";
 import { formatBytes } from "./format";
 import { checksForSource, deviceOf, type SourceJson, sourceJson } from "./source";
+import { type SummaryWords, summaryWords } from "./summary-words";
 import { categoryRecord, computeTotals, type DeviceTotals } from "./totals";
 
 export interface TotalsJson {
@@ -30,6 +38,8 @@ export interface DeviceJson extends TotalsJson {
 export interface CheckJson {
   id: string;
   status: CheckResult["status"];
+  /** What a fail means: `info` (snapshot-vs-peak: the dump is not the peak) or `error` (a real failure). */
+  severity: CheckResult["severity"];
   detail: string;
   title: string;
   actualBytes: number | null;
@@ -59,6 +69,10 @@ export interface CallSiteJson {
 export interface CompareJson {
   /** other − this, per category. */
   categories: Record<string, number>;
+  /** Unknown blocks counted as the other file's parameters (compare MATCH_RULE), per side and size. */
+  matched: UnknownMatch[];
+  matchedBytes: { base: number; other: number };
+  matchRule: string;
   callSites: { site: string; deltaBytes: number; label: string; category: string }[];
   verdict: string;
   totalDeltaBytes: number;
@@ -90,6 +104,12 @@ export interface ReportJson {
   peak: PeakReport | null;
   /** peak.allocatedBytes − the snapshot's allocated bytes on the peak's device. */
   snapshotVsPeakGapBytes: number | null;
+  /**
+   * The Summary pane's facts (summary-words.ts): the peak with its phase and "peak ≥ X (recorded window)"
+   * text, the own-code lines at the peak, the OOM entries (request, largest free block) or that there are
+   * none. Null when the replays were not available (a replay section passed without `replays`).
+   */
+  summary: SummaryWords | null;
   timeline: Omit<ReplayReport["timeline"], "devices"> & {
     devices: (ReplayReport["timeline"]["devices"][number] & { deviceType: string })[];
   };
@@ -110,6 +130,8 @@ export interface ReportOptions {
   peakSource?: string;
   /** The replay section, already computed (the worker passes its own); false leaves the trace out. */
   replay?: ReplayReport | false;
+  /** The replays `replay` was computed from (for `summary`); made here when `replay` is not given. */
+  replays?: Map<number, Replay>;
   /** Reuse an attribution already computed for `model` / `other`. */
   attribution?: Attribution;
   otherAttribution?: Attribution;
@@ -131,6 +153,7 @@ function checkJson(c: CheckResult): CheckJson {
   return {
     id: c.id,
     status: c.status,
+    severity: c.severity,
     detail: c.detail,
     title: c.title,
     actualBytes: c.actualBytes,
@@ -281,6 +304,7 @@ export function replayInputs(a: Attribution): ReplayInputs {
 function traceReplayCheck(c: ReplayReport["traceReplay"]): CheckResult {
   return {
     id: "trace-replay",
+    severity: "error",
     title: "Replaying the trace ends in the snapshot's state",
     status: c.status,
     detail: c.detail,
@@ -317,8 +341,13 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     };
   }
   const totals = computeTotals(model, a);
+  let replays = opts.replays ?? null;
+  if (opts.replay === undefined && !replays) replays = prepareReplays(model, replayInputs(a));
   const replay =
-    opts.replay === false ? null : (opts.replay ?? replayReport(model, replayInputs(a), counters));
+    opts.replay === false
+      ? null
+      : (opts.replay ?? replayReport(model, replayInputs(a), counters, replays ? { replays } : {}));
+  const summary = replay && replays ? summaryWords(model, a, replays, replay.peak) : null;
   // snapshot-vs-peak: the sidecar's max_memory_allocated when there is one (runChecks prefers it),
   // else the peak of the replayed trace.
   const replayPeak: PeakInfo | null =
@@ -346,6 +375,9 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     const ot = computeTotals(opts.other, oa);
     compare = {
       categories: c.categories,
+      matched: c.matched,
+      matchedBytes: c.matchedBytes,
+      matchRule: c.matchRule,
       callSites: c.callSites.map((s: SiteDelta) => ({
         site: s.site,
         deltaBytes: s.deltaBytes,
@@ -383,6 +415,7 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     pendingFreeBytes: sum(o.pendingFreeCategoryBytes),
     peak: replay?.peak ?? null,
     snapshotVsPeakGapBytes: replay?.snapshotVsPeakGapBytes ?? null,
+    summary,
     timeline: timelineWithDevices(model, replay?.timeline ?? emptyTimeline()),
     counters: counters ? { device: counters.device, tag: counters.tag } : null,
     noStackReasons: noStackBytes > 0 ? a.noStackReasons : [],

@@ -6,6 +6,7 @@
 import {
   isInterpreterFrame,
   isMachineryFrame,
+  isNoiseFrame,
   isOwnCode,
   isPlumbingFrame,
   isPythonFile,
@@ -111,7 +112,8 @@ export class PathTable {
               : "python"; // standard library, frozen modules
       }
     } else {
-      if (isMachineryFrame(name) || isPlumbingFrame(name)) k = K_DROP;
+      // Noise (isNoiseFrame: PyType_*, unnamed ??, MemoryViz's list) is hidden here as in stack lists.
+      if (isMachineryFrame(name) || isPlumbingFrame(name) || isNoiseFrame(filename, name)) k = K_DROP;
       else if (isInterpreterFrame(filename, name) || MORE_GLUE.test(name)) k = K_GLUE;
       else k = K_NATIVE;
       let short = shortNativeName(name);
@@ -220,14 +222,64 @@ export class PathTable {
     return id;
   }
 
-  private itemOfRun(run: number[]): number {
+  /**
+   * A library run. One that leads to an own-code frame is keyed by that frame alone: every run of library
+   * frames between the same caller and the same own-code line is one node (`torch · 10–17 frames`), so one
+   * line is never split across branches by how many torch frames happened to sit above it. A run at the
+   * end of a stack (into the allocator) is keyed by its frames.
+   */
+  private itemOfRun(run: number[], leadsTo = -1): number {
     let h1 = 0x72756e31;
     let h2 = 0x72756e32;
-    for (const f of run) {
-      h1 = combine(h1, this.fh1[f], SEED1);
-      h2 = combine(h2, this.fh2[f], SEED2);
+    if (leadsTo >= 0) {
+      h1 = combine(0x6c656164, this.fh1[leadsTo], SEED1);
+      h2 = combine(0x6c656132, this.fh2[leadsTo], SEED2);
+    } else {
+      for (const f of run) {
+        h1 = combine(h1, this.fh1[f], SEED1);
+        h2 = combine(h2, this.fh2[f], SEED2);
+      }
     }
-    return this.intern(h1, h2, () => {
+    const id = this.intern(h1, h2, () => this.runItem(run));
+    if (leadsTo >= 0) this.mergeRun(id, run);
+    return id;
+  }
+
+  /** Merged runs: the frames seen (a key per distinct run) and the shortest and longest run. */
+  private readonly runVariants = new Map<number, { runs: Set<string>; all: number[][] }>();
+
+  private mergeRun(id: number, run: number[]): void {
+    let v = this.runVariants.get(id);
+    if (!v) {
+      v = { runs: new Set(), all: [] };
+      this.runVariants.set(id, v);
+    }
+    const key = run.join(",");
+    if (v.runs.has(key)) return;
+    v.runs.add(key);
+    v.all.push(run);
+    if (v.all.length === 1) return;
+    // Named from all its runs: packages of any, frame counts as a range, frames (for search) of all, the
+    // longest run's labels to expand.
+    const merged = this.runItem(v.all.flat());
+    let lo = Number.POSITIVE_INFINITY;
+    let hi = 0;
+    let longest = v.all[0];
+    for (const r of v.all) {
+      lo = Math.min(lo, r.length);
+      hi = Math.max(hi, r.length);
+      if (r.length > longest.length) longest = r;
+    }
+    const item = this.items[id];
+    const pkgs = merged.name.slice(0, merged.name.lastIndexOf(" · "));
+    item.name = `${pkgs} · ${lo === hi ? lo : `${lo}–${hi}`} frames`;
+    item.detail = this.runItem(longest).detail;
+    item.collapsedFrames = longest.map((f) => this.label[f] as string);
+    item.frames = Int32Array.from(new Set(v.all.flat()));
+  }
+
+  private runItem(run: number[]): Omit<Item, "id" | "h1" | "h2"> {
+    {
       const py: string[] = [];
       const native: string[] = [];
       let detailPy: string | null = null;
@@ -256,7 +308,7 @@ export class PathTable {
         collapsedFrames: run.map((f) => this.label[f] as string),
         frames: Int32Array.from(run),
       };
-    });
+    }
   }
 
   private itemOfRepeat(base: number, n: number): number {
@@ -315,8 +367,8 @@ export class PathTable {
     } else {
       let run: number[] = [];
       let content = false;
-      const flush = () => {
-        if (content) items.push(this.itemOfRun(run));
+      const flush = (leadsTo = -1) => {
+        if (content) items.push(this.itemOfRun(run, leadsTo));
         run = [];
         content = false;
       };
@@ -325,7 +377,7 @@ export class PathTable {
         const k = this.frameKind(f);
         if (k === K_DROP) continue;
         if (k === K_OWN) {
-          flush();
+          flush(f);
           items.push(this.itemOfFrame(f));
           own = true;
         } else {

@@ -31,8 +31,10 @@ export {
   WhatIfSpecError,
 } from "./spec";
 export {
+  COST,
   deviceCapacity,
   oomNeeds,
+  rankSuggestions,
   type SuggestOptions,
   suggest,
   suggestSteps,

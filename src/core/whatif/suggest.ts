@@ -39,9 +39,12 @@ export function deviceCapacity(
   r: Replay,
   counters: CountersSidecar | null,
   explicitBytes?: number | null,
+  /** How the explicit figure was read (units.ts parseCapacity's note: "40 GB" read as GiB). */
+  explicitNote?: string | null,
 ): Capacity | null {
   if (explicitBytes !== undefined && explicitBytes !== null && Number.isFinite(explicitBytes)) {
-    return { bytes: explicitBytes, source: "option", detail: `given: ${formatBytes(explicitBytes)}` };
+    const detail = `given: ${formatBytes(explicitBytes)}${explicitNote ? `; ${explicitNote}` : ""}`;
+    return { bytes: explicitBytes, source: "option", detail };
   }
   const stats = counters?.memoryStats;
   if (
@@ -115,19 +118,37 @@ interface Candidate {
   /** Overrides the engine's assumption line. */
   assumption?: string;
   transforms: Transform[];
-  /** Order among equal savings: cheaper changes first. */
+  /** How cheap the change is (COST below): cheaper changes first among those that fit. */
   cost: number;
+  /** Devices the change needs (ZeRO over N ranks: N; everything else: 1). */
+  devices: number;
 }
+
+/**
+ * "Cheapest": what a change costs on the devices it runs on, in this order (README "Ranking"):
+ * a flag with no time cost < a slower optimizer step < more, smaller steps (same maths) < recomputing the
+ * forward (~+30% step time) < different numerics (bf16 weights) < sharding (communication, more devices).
+ */
+export const COST = {
+  "free-gradients": 0,
+  foreach: 1,
+  batch: 2,
+  checkpoint: 3,
+  "mixed-precision": 4,
+  zero: 5,
+} as const satisfies Record<SuggestionKind, number>;
 
 const cat = (category: string): Selection => ({ kind: "category", category });
 
 export interface SuggestOptions {
   capacity?: Capacity | null;
+  /** Devices the user has (GPUs available, default 1): changes that need more rank after those that fit. */
+  devices?: number;
   /** Activation-checkpointing candidates to keep (the best by saving). Default 3. */
   modules?: number;
 }
 
-/** Ranked suggestions for the peak (by saving, then by how cheap the change is). */
+/** Ranked suggestions for the peak (`rankSuggestions`: the devices at hand first, then fit, cost, saving). */
 export function suggest(ctx: WhatIfContext, opts: SuggestOptions = {}): Suggestion[] {
   const steps = suggestSteps(ctx, opts);
   for (;;) {
@@ -168,7 +189,8 @@ export function* suggestSteps(ctx: WhatIfContext, opts: SuggestOptions = {}): Ge
       "recomputes those calls' forward during the backward: about one more forward of them (~+30% step time " +
       "for a whole model); back-to-back calls told apart by their first line",
     transforms: [{ op: "recompute", module: m.text }],
-    cost: 3,
+    cost: COST.checkpoint,
+    devices: 1,
   }));
   if (modules.length > 1) {
     ckpt.push({
@@ -177,7 +199,8 @@ export function* suggestSteps(ctx: WhatIfContext, opts: SuggestOptions = {}): Ge
       action: `activation checkpointing of every top-level module call (${modules.map((m) => m.label).join(", ")})`,
       caveat: "recomputes the whole forward during the backward: about one more forward (~+30% step time)",
       transforms: modules.map((m) => ({ op: "recompute", module: m.text })),
-      cost: 3,
+      cost: COST.checkpoint,
+      devices: 1,
     });
   }
 
@@ -202,7 +225,8 @@ export function* suggestSteps(ctx: WhatIfContext, opts: SuggestOptions = {}): Ge
               ? "; the full parameters of the layer being computed are gathered on the fly (not counted)"
               : ""),
           transforms: cats.map((c) => ({ op: "scale", select: cat(c), factor: 1 / N })),
-          cost: 2 + stage / 10,
+          cost: COST.zero + stage / 10,
+          devices: N,
         });
       }
     }
@@ -217,7 +241,8 @@ export function* suggestSteps(ctx: WhatIfContext, opts: SuggestOptions = {}): Ge
       caveat:
         "no cost; helps only where gradients outlive the step (between the optimizer step and the next backward)",
       transforms: [{ op: "free-early", select: cat("gradients") }],
-      cost: 0,
+      cost: COST["free-gradients"],
+      devices: 1,
     });
   }
 
@@ -241,7 +266,8 @@ export function* suggestSteps(ctx: WhatIfContext, opts: SuggestOptions = {}): Ge
           `slower step (a loop over the parameters); the per-parameter path still needs one parameter's scratch ` +
           `at a time (up to ${formatBytes(largest)} here), which this figure leaves out`,
         transforms: [{ op: "remove", select: scratch }],
-        cost: 1,
+        cost: COST.foreach,
+        devices: 1,
       });
     }
   }
@@ -265,24 +291,31 @@ export function* suggestSteps(ctx: WhatIfContext, opts: SuggestOptions = {}): Ge
         "assumes activations, inputs and forward/backward temporaries scale with the batch; twice the steps " +
         "per batch; changes the optimisation unless you accumulate gradients",
       transforms: [{ op: "scale", select: batch, factor: 0.5 }],
-      cost: 1.5,
+      cost: COST.batch,
+      devices: 1,
     });
   }
 
-  // Mixed precision.
+  // Mixed precision: bf16 weights. What follows the parameters' dtype changes with them: their gradients
+  // (AccumulateGrad makes .grad like the parameter) and torch.optim's state (exp_avg, exp_avg_sq are
+  // zeros_like(param)). Nothing else is assumed to change (activations are autocast's business).
   if (has("parameters")) {
+    const follows = ["parameters", "gradients", "optimizer_state"].filter(has);
+    const what = follows.map((c) => c.replace("_", " ")).join(", ");
     candidates.push({
       id: "mixed-precision",
       kind: "mixed-precision",
-      action: "keep the parameters in bf16 instead of fp32",
+      action: `bf16 weights (model.to(torch.bfloat16)): ${what} at half their bytes`,
       assumption:
-        "the snapshot has no dtypes: assumes the parameters are fp32 now and become bf16 (half the bytes); " +
-        "nothing else changes",
+        "the snapshot has no dtypes: assumes fp32 now; bf16 parameters make their gradients bf16 (.grad takes " +
+        "the parameter's dtype) and torch.optim's state bf16 (made like the parameter); activations, inputs " +
+        "and temporaries unchanged",
       caveat:
-        "saves nothing if they are already bf16/fp16; AMP autocast alone keeps fp32 weights; fp32 master " +
-        "copies in the optimizer (the usual recipe) add back what this saves",
-      transforms: [{ op: "scale", select: cat("parameters"), factor: 0.5 }],
-      cost: 2.5,
+        "saves nothing if they are already bf16/fp16; no fp32 master weights: small updates are lost in bf16 " +
+        "(standard AMP keeps fp32 weights, gradients and optimizer state, and then saves none of this)",
+      transforms: follows.map((c) => ({ op: "scale", select: cat(c), factor: 0.5 })),
+      cost: COST["mixed-precision"],
+      devices: 1,
     });
   }
 
@@ -306,6 +339,8 @@ export function* suggestSteps(ctx: WhatIfContext, opts: SuggestOptions = {}): Ge
       assumption: c.assumption ?? res.assumption,
       caveat: c.caveat,
       fits,
+      devices: c.devices,
+      cost: c.cost,
       categoriesAtPeak: res.categoriesAtPeak,
       transforms: c.transforms,
       specs: c.transforms.map(transformSpec),
@@ -328,7 +363,26 @@ export function* suggestSteps(ctx: WhatIfContext, opts: SuggestOptions = {}): Ge
     out.push({ c, s: evaluated(c) });
     yield;
   }
-  return out
-    .sort((x, y) => y.s.savedBytes - x.s.savedBytes || x.c.cost - y.c.cost || x.c.id.localeCompare(y.c.id))
-    .map((x) => x.s);
+  return rankSuggestions(
+    out.map((x) => x.s),
+    opts.devices ?? 1,
+  );
+}
+
+type Ranked = Pick<Suggestion, "id" | "devices" | "fits" | "cost" | "savedBytes">;
+
+/**
+ * The ranking (README "Ranking"): first the changes that work on the devices at hand (`devices` ≤ the
+ * GPUs available), then those that need more; within each, the ones that fit the capacity (when known)
+ * cheapest first (COST; then by saving), then the rest by saving (then cheapest); ties by id.
+ */
+export function rankSuggestions<T extends Ranked>(list: readonly T[], devicesAvailable = 1): T[] {
+  const group = (s: T) => (s.devices <= devicesAvailable ? 0 : 1);
+  const fitFirst = (s: T) => (s.fits === true ? 0 : 1);
+  return [...list].sort((x, y) => {
+    const d = group(x) - group(y) || fitFirst(x) - fitFirst(y);
+    if (d !== 0) return d;
+    if (x.fits === true) return x.cost - y.cost || y.savedBytes - x.savedBytes || x.id.localeCompare(y.id);
+    return y.savedBytes - x.savedBytes || x.cost - y.cost || x.id.localeCompare(y.id);
+  });
 }

@@ -114,6 +114,10 @@ export interface Suggestion {
   caveat: string;
   /** Whether the new peak fits the device (with an OOM: also the failed request); null: capacity unknown. */
   fits: boolean | null;
+  /** Devices the change needs: N for ZeRO over N ranks (the figures are per rank), 1 for everything else. */
+  devices: number;
+  /** How cheap the change is (suggest.ts COST: 0 a flag … 5 sharding); the ranking's order among fits. */
+  cost: number;
   categoriesAtPeak: Record<string, number>;
   /** The transformations, and the same as CLI options. */
   transforms: Transform[];

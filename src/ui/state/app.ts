@@ -9,7 +9,7 @@
 
 import { create } from "zustand";
 import type { CompareAnswer, ReplayFacts, XAxis } from "../../../workers/api";
-import { restoreWhatIf } from "../views/whatif/store";
+import { restoreDevices, restoreWhatIf } from "../views/whatif/store";
 import { askRoot, freshWorker, onWorkerCrash, prewarm, prewarmWhenIdle, type Side } from "./client";
 import { checkUrl, nameOfUrl } from "./download";
 import { canHash, contentHash } from "./hash";
@@ -608,8 +608,9 @@ export async function restoreView(link: LinkState): Promise<void> {
     }
     if (l.site !== undefined && useApp.getState().mode !== "compare")
       s.getState().setHighlightSite(l.site, "key");
+    if (l.devices !== undefined) restoreDevices(side, l.devices);
     if (l.whatif !== undefined && useApp.getState().mode !== "compare") {
-      if (r) restoreWhatIf(side, l.whatif);
+      if (r) restoreWhatIf(side, l.whatif, l.whatifid ?? null);
       else ignored.push(`whatif${suffix} (no trace on this device: a what-if replays the trace)`);
     }
   };

@@ -17,6 +17,9 @@
 // | site            | the highlighted call site (`path:line:function` as in the file)                      |
 // | color           | the segment map's colouring: `category` or `state`                                   |
 // | whatif          | the chosen what-if: `peakscope whatif` options (`--scale category:parameters=1/2 …`)  |
+// | whatifid        | the suggestion the chosen what-if is (`zero1x2`): named as the list names it; absent: |
+// |                 | a custom what-if, named as asked (`optimizer_state × 1/2`) even when specs coincide   |
+// | devices         | GPUs available for the what-if ranking (`whatif --devices N`); absent: 1             |
 // | link            | comparison: `0` when zoom and cursor are not linked                                  |
 // | align           | comparison: `start` or `snapshot` (the first `_snapshot()` marker of each file)       |
 // | tq, tdir, tby, town, thide, tg, trange | the call tree's search, filters, groups and range (treeLink.ts) |
@@ -40,6 +43,10 @@ export interface SideLink {
   color?: "category" | "state";
   /** The chosen what-if (views/whatif): CLI options joined by spaces. */
   whatif?: string;
+  /** The suggestion id the chosen what-if came from (absent: a custom what-if). */
+  whatifid?: string;
+  /** GPUs available for the what-if ranking (absent: 1). */
+  devices?: number;
 }
 
 export interface LinkState {
@@ -66,6 +73,8 @@ const SIDE_KEYS = [
   "site",
   "color",
   "whatif",
+  "whatifid",
+  "devices",
 ] as const;
 type SideKey = (typeof SIDE_KEYS)[number];
 
@@ -102,6 +111,10 @@ function parseValue(key: SideKey, raw: string): { value: unknown } | { error: st
       return raw === "time" || raw === "event" ? { value: raw } : { error: "expected time or event" };
     case "color":
       return raw === "category" || raw === "state" ? { value: raw } : { error: "expected category or state" };
+    case "whatifid":
+      return /^[\w:./-]{1,200}$/.test(raw) ? { value: raw } : { error: "not a suggestion id" };
+    case "devices":
+      return /^[1-9]\d{0,5}$/.test(raw) ? { value: Number(raw) } : { error: "not a whole number ≥ 1" };
     case "whatif":
       return /^--(remove|scale|free-early|recompute)\s+\S/.test(raw.trim())
         ? { value: raw.trim() }

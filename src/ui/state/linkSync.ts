@@ -9,7 +9,7 @@
 // while a link still waits for its files, so reloading such a page keeps the link.
 
 import { applyTreeLink, treeLinkState, useCallTree } from "../views/call-tree/store";
-import { linkValueOf, useWhatIf } from "../views/whatif/store";
+import { devicesOf, linkIdOf, linkValueOf, useWhatIf } from "../views/whatif/store";
 import { manyFiles, restoreView, useApp } from "./app";
 import { type LinkState, parseLink, type SideLink, writeLink } from "./link";
 import { manySources } from "./ranksLink";
@@ -45,7 +45,12 @@ function sideLink(s: State, opts: { range: boolean; site: boolean }): SideLink {
   if (s.highlightCategory) l.cat = s.highlightCategory;
   if (opts.site && s.highlightSite) l.site = s.highlightSite;
   if (s.mapColor !== "category") l.color = s.mapColor;
-  if (useApp.getState().mode !== "compare") l.whatif = linkValueOf(s.side);
+  if (useApp.getState().mode !== "compare") {
+    l.whatif = linkValueOf(s.side);
+    l.whatifid = linkIdOf(s.side);
+  }
+  const gpus = devicesOf(s.side);
+  if (gpus !== 1) l.devices = gpus;
   return l;
 }
 

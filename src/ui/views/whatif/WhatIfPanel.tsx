@@ -15,11 +15,12 @@ import type {
   WhatIfSuggestionRow,
   WhatIfTarget,
 } from "../../../../workers/api";
-import { parseSize } from "../../../core/units";
+import { parseCapacity } from "../../../core/units";
 import { Bytes } from "../../components/Bytes";
 import { formatBytes, formatCount, formatPercent } from "../../format";
 import { useApp } from "../../state/app";
 import { useSide, useSideKey } from "../../state/store";
+import { namedSuggestion } from "./specs";
 import { openWhatIf, useWhatIf } from "./store";
 import "./whatif.css";
 
@@ -44,6 +45,8 @@ export function WhatIfPanel() {
   const replay = panel?.replay ?? null;
   const chosen = useWhatIf((w) => w.chosen[side]);
   const capacityTyped = useWhatIf((w) => w.capacity[side]);
+  const capacityNote = useWhatIf((w) => w.capacityNote[side]);
+  const devices = useWhatIf((w) => w.devices[side]);
   const refusal = useWhatIf((w) => w.refusal[side]);
   const choose = useWhatIf((w) => w.choose);
   const [sug, setSug] = useState<Suggestions>({ status: "idle" });
@@ -62,7 +65,9 @@ export function WhatIfPanel() {
     // take a second on a big trace): started once the page is idle, or within half a second.
     const start = () => {
       if (stale) return;
-      ask((api) => api.whatIfSuggest({ device, capacityBytes: capacityTyped, ticket })).then(
+      ask((api) =>
+        api.whatIfSuggest({ device, capacityBytes: capacityTyped, capacityNote, devices, ticket }),
+      ).then(
         (answer) => {
           if (stale || answer.stale) return;
           setSug(answer.error ? { status: "error", message: answer.error } : { status: "ready", answer });
@@ -80,13 +85,15 @@ export function WhatIfPanel() {
       if (idle >= 0) cancelIdleCallback(idle);
       if (timer) clearTimeout(timer);
     };
-  }, [ask, device, replay, capacityTyped]);
+  }, [ask, device, replay, capacityTyped, capacityNote, devices]);
 
-  // A chosen what-if from a link (or openWhatIf) that matches a suggestion: name it as the list does.
+  // A chosen what-if from a link that names a suggestion (`whatifid=`) with the same options: name it as
+  // the list does. A custom what-if keeps the name it was asked with, even when its options coincide
+  // with a suggestion's ("optimizer_state × 1/2" is not "ZeRO-1 over 2 ranks").
   const suggestions = sug.status === "ready" ? sug.answer.suggestions : null;
   useEffect(() => {
-    if (!chosen || chosen.id || !suggestions) return;
-    const same = suggestions.find((s) => s.specs.join("\n") === chosen.specs.join("\n"));
+    if (!chosen || !suggestions) return;
+    const same = namedSuggestion(chosen, suggestions);
     if (same) choose(side, { specs: chosen.specs, label: same.action, id: same.id });
   }, [chosen, suggestions, choose, side]);
 
@@ -146,13 +153,17 @@ export function WhatIfPanel() {
         </div>
       ))}
       <CapacityLine capacity={capacity} typed={capacityTyped} side={side} />
+      <DevicesLine devices={devices} side={side} />
       {refusal && (
         <p className="small status-fail" data-testid="whatif-refusal">
           {refusal}
         </p>
       )}
       {chosen && !inList && detail}
-      <h3>Suggestions, by saving at the peak</h3>
+      <h3>
+        Suggestions for {devices} GPU{devices === 1 ? "" : "s"}:{" "}
+        {capacity ? "what fits, cheapest change first" : "by saving at the peak"}
+      </h3>
       {sug.status === "loading" && <Placeholder since={sug.since} />}
       {sug.status === "error" && (
         <p className="status-fail small" data-testid="whatif-error">
@@ -172,6 +183,8 @@ export function WhatIfPanel() {
               key={s.id}
               s={s}
               rank={i + 1}
+              devicesAvailable={devices}
+              firstNeedingMore={s.devices > devices && (i === 0 || shown[i - 1].devices <= devices)}
               baseline={answer.baselinePeakBytes}
               chosen={chosen?.id === s.id}
               onChoose={() =>
@@ -223,6 +236,7 @@ function CapacityLine({
   side: 0 | 1;
 }) {
   const setCapacity = useWhatIf((w) => w.setCapacity);
+  const note = useWhatIf((w) => w.capacityNote[side]);
   const [text, setText] = useState(typed !== null ? formatBytes(typed) : "");
   const [error, setError] = useState<string | null>(null);
   const apply = () => {
@@ -231,11 +245,11 @@ function CapacityLine({
       setCapacity(side, null);
       return;
     }
-    const bytes = parseSize(text);
-    if (bytes === null) setError(`“${text}” is not a size: write 24GiB, 80GB or a number of bytes.`);
+    const c = parseCapacity(text);
+    if (c === null) setError(`“${text}” is not a size: write 24GiB, 80GB or a number of bytes.`);
     else {
       setError(null);
-      setCapacity(side, bytes);
+      setCapacity(side, c.bytes, c.note);
     }
   };
   return (
@@ -244,6 +258,11 @@ function CapacityLine({
         <>
           Device capacity <strong>{formatBytes(capacity.bytes)}</strong>{" "}
           <span className="muted">({capacity.source === "option" ? "as typed" : capacity.detail})</span>
+          {capacity.source === "option" && note && (
+            <div className="muted" data-testid="whatif-capacity-note">
+              {note}
+            </div>
+          )}
         </>
       ) : (
         <>
@@ -264,7 +283,7 @@ function CapacityLine({
             type="text"
             value={text}
             placeholder="e.g. 24GiB"
-            title="What memory_allocated() can reach on this device: its total memory less the CUDA context and what other processes hold (24GiB, 80GB, or bytes)"
+            title="What memory_allocated() can reach on this device: its total memory less the CUDA context and what other processes hold (24GiB, 80GB, or bytes; GB is read as GiB, as GPU memory is quoted)"
             size={10}
             onChange={(e) => setText(e.currentTarget.value)}
             data-testid="whatif-capacity-input"
@@ -286,9 +305,43 @@ function FitBadge({ fits }: { fits: boolean | null }) {
   );
 }
 
+/** "GPUs available": the ranking puts what works on them first (ZeRO over N ranks needs N). */
+function DevicesLine({ devices, side }: { devices: number; side: 0 | 1 }) {
+  const setDevices = useWhatIf((w) => w.setDevices);
+  const [text, setText] = useState(String(devices));
+  useEffect(() => setText(String(devices)), [devices]);
+  const apply = (v: string) => {
+    const n = Number(v);
+    if (Number.isInteger(n) && n >= 1 && n <= 100000) setDevices(side, n);
+  };
+  return (
+    <div className="small whatif-capacity" data-testid="whatif-devices" data-value={devices}>
+      <label>
+        GPUs available{" "}
+        <input
+          type="number"
+          min={1}
+          step={1}
+          value={text}
+          title="How many GPUs you can use for this job: changes that need more (ZeRO over N ranks needs N) are listed after those that work on these"
+          onChange={(e) => {
+            setText(e.currentTarget.value);
+            apply(e.currentTarget.value);
+          }}
+          style={{ width: "5em" }}
+          data-testid="whatif-devices-input"
+        />
+      </label>{" "}
+      <span className="muted">changes that work on these come first</span>
+    </div>
+  );
+}
+
 function SuggestionItem({
   s,
   rank,
+  devicesAvailable,
+  firstNeedingMore,
   baseline,
   chosen,
   onChoose,
@@ -296,14 +349,23 @@ function SuggestionItem({
 }: {
   s: WhatIfSuggestionRow;
   rank: number;
+  devicesAvailable: number;
+  /** The first of those needing more GPUs than available: a heading goes above it. */
+  firstNeedingMore: boolean;
   baseline: number;
   chosen: boolean;
   onChoose: () => void;
   children?: ReactNode;
 }) {
   const nothing = s.savedBytes <= 0;
+  const more = s.devices > devicesAvailable;
   return (
-    <li className={nothing ? "nothing" : undefined}>
+    <li className={nothing ? "nothing" : undefined} data-devices={s.devices}>
+      {firstNeedingMore && (
+        <div className="small muted whatif-more" data-testid="whatif-needs-more">
+          Needing more than {devicesAvailable} GPU{devicesAvailable === 1 ? "" : "s"}:
+        </div>
+      )}
       <button
         type="button"
         className="whatif-suggestion"
@@ -317,7 +379,15 @@ function SuggestionItem({
         onClick={onChoose}
       >
         <span className="whatif-rank">{rank}.</span>
-        <span className="whatif-action">{s.action}</span>
+        <span className="whatif-action">
+          {s.action}
+          {s.devices > 1 && (
+            <span className={more ? "whatif-needs more" : "whatif-needs muted"}>
+              {" "}
+              · needs {s.devices} GPUs (figures per GPU)
+            </span>
+          )}
+        </span>
         <span className="whatif-figures">
           new peak{" "}
           <strong>

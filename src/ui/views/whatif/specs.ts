@@ -47,3 +47,17 @@ function shortFrame(text: string): string {
   const parts = text.split("/");
   return parts.length > 2 ? `…/${parts.slice(-2).join("/")}` : text;
 }
+
+/**
+ * The suggestion a chosen what-if may be named after: only the one a link names (`whatifid=`), and only
+ * while its options are still the same. A what-if asked as such ("optimizer_state × 1/2") keeps its own
+ * name even when its options coincide with a suggestion's ("ZeRO-1 over 2 ranks").
+ */
+export function namedSuggestion<T extends { id: string; specs: readonly string[] }>(
+  chosen: { id: string | null; linkId?: string | null; specs: readonly string[] },
+  suggestions: readonly T[],
+): T | null {
+  if (chosen.id || !chosen.linkId) return null;
+  const key = chosen.specs.join("\n");
+  return suggestions.find((s) => s.id === chosen.linkId && s.specs.join("\n") === key) ?? null;
+}

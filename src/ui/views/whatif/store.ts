@@ -21,6 +21,8 @@ export interface ChosenWhatIf {
   label: string;
   /** The suggestion's id when it came from the ranked list. */
   id: string | null;
+  /** From a link: the suggestion id it named (`whatifid=`); it takes that suggestion's label once listed. */
+  linkId?: string | null;
 }
 
 interface WhatIfState {
@@ -29,8 +31,13 @@ interface WhatIfState {
   capacity: [number | null, number | null];
   /** Why the last selection action could not be turned into a what-if (shown in the panel). */
   refusal: [string | null, string | null];
+  /** GPUs available (the "GPUs available" field, `devices=` in the link), per side; default 1. */
+  devices: [number, number];
+  setDevices(side: Side, n: number): void;
+  /** How the typed capacity was read ("40 GB" read as 40 GiB), per side. */
+  capacityNote: [string | null, string | null];
   choose(side: Side, chosen: ChosenWhatIf | null): void;
-  setCapacity(side: Side, bytes: number | null): void;
+  setCapacity(side: Side, bytes: number | null, note?: string | null): void;
   refuse(side: Side, why: string | null): void;
 }
 
@@ -40,9 +47,13 @@ export const useWhatIf = create<WhatIfState>()((set, get) => ({
   chosen: [null, null],
   capacity: [null, null],
   refusal: [null, null],
+  devices: [1, 1],
+  setDevices: (side, n) => set({ devices: pair(get().devices, side, n) }),
   choose: (side, chosen) =>
     set({ chosen: pair(get().chosen, side, chosen), refusal: pair(get().refusal, side, null) }),
-  setCapacity: (side, bytes) => set({ capacity: pair(get().capacity, side, bytes) }),
+  capacityNote: [null, null],
+  setCapacity: (side, bytes, note = null) =>
+    set({ capacity: pair(get().capacity, side, bytes), capacityNote: pair(get().capacityNote, side, note) }),
   refuse: (side, why) => set({ refusal: pair(get().refusal, side, why) }),
 }));
 
@@ -66,11 +77,31 @@ export function linkValueOf(side: Side): string | undefined {
   return c ? whatIfLinkValue(c.specs) : undefined;
 }
 
-/** A link's `whatif=`: chosen again once the file is open (its label comes with the suggestions). */
-export function restoreWhatIf(side: Side, value: string): void {
+/** The chosen what-if's suggestion id for the link (`whatifid=`), or undefined when it is a custom one. */
+export function linkIdOf(side: Side): string | undefined {
+  const c = useWhatIf.getState().chosen[side];
+  return c?.id ?? c?.linkId ?? undefined;
+}
+
+/** GPUs available on a side (the link's `devices=`). */
+export function devicesOf(side: Side): number {
+  return useWhatIf.getState().devices[side];
+}
+
+/** A link's `devices=`. */
+export function restoreDevices(side: Side, n: number): void {
+  if (Number.isInteger(n) && n >= 1) useWhatIf.getState().setDevices(side, n);
+}
+
+/**
+ * A link's `whatif=` (and `whatifid=`): chosen again once the file is open. Named as asked
+ * (describeSpecs); it takes a suggestion's label only when the link names that suggestion, so a custom
+ * "optimizer state × 1/2" never reads "ZeRO-1 over 2 ranks".
+ */
+export function restoreWhatIf(side: Side, value: string, linkId: string | null = null): void {
   const specs = specsOfLink(value);
   if (specs.length === 0) return;
-  useWhatIf.getState().choose(side, { specs, label: describeSpecs(specs), id: null });
+  useWhatIf.getState().choose(side, { specs, label: describeSpecs(specs), id: null, linkId });
 }
 
 export interface OpenWhatIfRequest {
