@@ -175,7 +175,8 @@ function momentText(args: Args, event: number | null): string {
     return `events ${args.range.from}..${args.range.to} (${m}: ${what})`;
   }
   if (args.at === "snapshot") return "at the snapshot";
-  if (args.at === "peak") return `at the peak (after event ${event})`;
+  if (args.at === "peak")
+    return event === null ? "at the peak (no events on this device)" : `at the peak (after event ${event})`;
   return event === -1 ? "before the first event" : `after event ${event}`;
 }
 
@@ -206,10 +207,15 @@ export async function runTree(
   const attribution = attribute(model);
   let replay: Replay | null = null;
   let device: number | null = args.device;
-  if (args.at === "snapshot" && !args.range) {
-    if (device !== null) {
-      let found = false;
-      for (let s = 0; s < model.segments.length && !found; s++) found = model.segments.device[s] === device;
+  // A device listed in device_traces that holds nothing (no segments, an empty list): an empty tree.
+  const emptyListedDevice =
+    device !== null &&
+    device < model.traces.length &&
+    model.traces[device].length === 0 &&
+    !hasSegmentsOn(model, device);
+  if ((args.at === "snapshot" && !args.range) || emptyListedDevice) {
+    if (device !== null && !emptyListedDevice) {
+      const found = hasSegmentsOn(model, device);
       if (!found) {
         io.stderr(`peakscope tree: ${args.file} has no segments on device ${device}.\n`);
         return 1;
@@ -265,7 +271,7 @@ export async function runTree(
   if (args.range) opts.range = { ...args.range, measure: args.measure ?? "live-at-end" };
   let tree: ReturnType<typeof buildCallTree>;
   try {
-    tree = buildCallTree(model, attribution, replay, args.at, opts);
+    tree = buildCallTree(model, attribution, replay, emptyListedDevice ? "snapshot" : args.at, opts);
   } catch (e) {
     if (e instanceof SyntaxError || e instanceof RangeError) {
       io.stderr(`peakscope tree: ${e.message}\n`);
@@ -291,6 +297,8 @@ export async function runTree(
     `peakscope tree: ${args.file}, ${where}, ${momentText(args, tree.event)}; ${args.bottomUp ? "bottom-up" : "top-down"} by ${args.by}`,
     `  ${formatBytes(tree.totalBytes)} allocated (${exactBytesShort(tree.totalBytes)}, rounded block bytes) in ${tree.totalBlocks} blocks; * = your code`,
   ];
+  if (emptyListedDevice)
+    header.push(`  device ${device} is listed in device_traces but holds no segments and no trace entries`);
   if (tree.hiddenBytes > 0) {
     header.push(`  left out (no frame of your code): ${formatBytes(tree.hiddenBytes)}`);
   }
@@ -302,4 +310,9 @@ export async function runTree(
   }
   io.stdout(`${header.join("\n")}\n${renderTreeText(tree, { depth: args.depth, top: args.top })}`);
   return 0;
+}
+
+function hasSegmentsOn(model: SnapshotModel, device: number): boolean {
+  for (let s = 0; s < model.segments.length; s++) if (model.segments.device[s] === device) return true;
+  return false;
 }

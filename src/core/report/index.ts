@@ -5,6 +5,7 @@ import { type Attribution, attribute, UNKNOWN_REASONS } from "../attribution";
 import { CATEGORY_NAMES } from "../attribution/rules";
 import { type CheckResult, type PeakInfo, runChecks } from "../checks";
 import { compareSnapshots, type SiteDelta } from "../compare";
+import { shapeNotes } from "../model/shape-notes";
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
 import { type PeakReport, type ReplayInputs, type ReplayReport, replayReport } from "../replay/report";
 import { formatBytes } from "./format";
@@ -227,7 +228,7 @@ function notesFor(
   counters: CountersSidecar | null | undefined,
   overall: DeviceTotals,
 ): string[] {
-  const notes = [...model.source.notes];
+  const notes = [...model.source.notes, ...shapeNotes(model)];
   const stats = counters?.memoryStats;
   if (stats) {
     const retries = stats.num_alloc_retries ?? 0;
