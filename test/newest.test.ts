@@ -128,3 +128,44 @@ describe("newer files' shapes (skip_actions, include_traces=False, no frames key
     }
   });
 });
+
+describe("memory outside the caching allocator at an OOM", () => {
+  it("timeline.oom[] gains deviceFreeBytes, requestBytes and outsideAllocatorBytes (total from the sidecar)", async () => {
+    const t = truthOf("full").newest.oom;
+    const r = await reportJson("full");
+    expect(r.timeline.oom).toHaveLength(1);
+    const o = r.timeline.oom[0];
+    expect(o.deviceFreeBytes).toBe(t.deviceFreeBytes);
+    expect(o.requestBytes).toBe(t.requestBytes);
+    expect(o.outsideAllocatorBytes).toBe(t.outsideAllocatorBytes);
+    expect(o.message).toMatch(/held outside PyTorch's caching allocator/);
+  });
+
+  it("null without the device total; --device-total gives it", async () => {
+    const t = truthOf("full").newest.oom;
+    const empty = join(dir, "no-total.counters.json");
+    const { writeFileSync } = await import("node:fs");
+    const c = JSON.parse(readFileSync(join(dir, "full.pickle.counters.json"), "utf8"));
+    delete c.device_total_bytes;
+    writeFileSync(empty, JSON.stringify(c));
+    const without = await reportJson("full", ["--counters", empty]);
+    expect(without.timeline.oom[0].outsideAllocatorBytes).toBeNull();
+    expect(without.timeline.oom[0].message).toMatch(/total is unknown/);
+    const given = await reportJson("full", [
+      "--counters",
+      empty,
+      "--device-total",
+      String(t.deviceTotalBytes),
+    ]);
+    expect(given.timeline.oom[0].outsideAllocatorBytes).toBe(t.outsideAllocatorBytes);
+  });
+
+  it("whatif's fit uses it: the capacity is the total less what was held outside", async () => {
+    const { runWhatIf } = await import("../src/cli/whatif");
+    const t = truthOf("full").newest.oom;
+    const r = await cli(runWhatIf, [join(dir, "full.pickle"), "--json"]);
+    const j = JSON.parse(r.out);
+    expect(j.capacity.bytes).toBe(t.deviceTotalBytes - t.outsideAllocatorBytes);
+    expect(j.fits).toBe(false); // 80 GiB asked for on an 80 GiB device
+  });
+});

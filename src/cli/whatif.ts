@@ -35,7 +35,7 @@ export type WhatIfIo = CliIo;
 export type WhatIfDeps = SnapshotDeps;
 
 const USAGE =
-  "usage: peakscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--remove SPEC]... " +
+  "usage: peakscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--device-total SIZE] [--remove SPEC]... " +
   "[--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--json]\n" +
   "  SPEC: category:NAME | site:FILE:LINE | frame:TEXT (also ids:1,2 window:FROM..TO time:FROM..TO phase:NAME; " +
   "join with & or |)\n";
@@ -47,6 +47,7 @@ interface Args {
   counters: string | null;
   device: number | null;
   capacity: number | null;
+  deviceTotal: number | null;
   transforms: Transform[];
   suggest: boolean;
   json: boolean;
@@ -58,6 +59,7 @@ function parseArgs(args: string[]): Args {
     counters: null,
     device: null,
     capacity: null,
+    deviceTotal: null,
     transforms: [],
     suggest: false,
     json: false,
@@ -67,6 +69,7 @@ function parseArgs(args: string[]): Args {
     "--counters",
     "--device",
     "--capacity",
+    "--device-total",
     "--remove",
     "--scale",
     "--free-early",
@@ -100,6 +103,10 @@ function parseArgs(args: string[]): Args {
           out.capacity = parseSize(value);
           if (out.capacity === null)
             throw new UsageError(`--capacity takes a size (80GiB, 80GB, 85899345920), not "${value}"`);
+        } else if (a === "--device-total") {
+          out.deviceTotal = parseSize(value);
+          if (out.deviceTotal === null)
+            throw new UsageError(`--device-total takes a size (80GiB, 80GB, 85899345920), not "${value}"`);
         } else if (a === "--remove") out.transforms.push({ op: "remove", select: parseSelection(value) });
         else if (a === "--scale") out.transforms.push(parseScale(value));
         else if (a === "--free-early")
@@ -156,12 +163,18 @@ export interface WhatIfJson {
 export function whatIfJson(
   ctx: WhatIfContext,
   transforms: Transform[],
-  opts: { file: string; counters: CountersSidecar | null; capacityBytes?: number | null; suggest: boolean },
+  opts: {
+    file: string;
+    counters: CountersSidecar | null;
+    capacityBytes?: number | null;
+    deviceTotalBytes?: number | null;
+    suggest: boolean;
+  },
 ): WhatIfJson {
   const r = ctx.replay;
   const oom = oomNeeds(r);
   const firstOom = oom.find((o) => Number.isFinite(o.deviceFreeBytes)) ?? null;
-  const capacity = deviceCapacity(r, opts.counters, opts.capacityBytes);
+  const capacity = deviceCapacity(r, opts.counters, opts.capacityBytes, opts.deviceTotalBytes);
   const res = evaluate(ctx, transforms, { curve: firstOom !== null });
   let fits: boolean | null = null;
   if (capacity) {
@@ -307,6 +320,7 @@ export async function runWhatIf(
       file: args.file,
       counters,
       capacityBytes: args.capacity,
+      deviceTotalBytes: args.deviceTotal,
       suggest: args.suggest,
     });
   } catch (e) {

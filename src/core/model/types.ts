@@ -163,4 +163,6 @@ export interface CountersSidecar {
   device: number | null;
   tag: string | null;
   memoryStats: Record<string, number> | null;
+  /** The device's total memory (`device_total_bytes`, from torch.cuda.mem_get_info()[1]); null when absent. */
+  deviceTotalBytes?: number | null;
 }

@@ -3,6 +3,7 @@
 
 import type { CountersSidecar, SnapshotModel } from "../model/types";
 import { exactBytesShort } from "../units";
+import { deviceTotalFor, outsideAllocatorBytes, outsideSentence } from "./outside";
 import { compositionAt, type SiteShare } from "./peak";
 import { prepareReplay } from "./prepare";
 import { fragmentationAt, liveAllocationsAt, oomSummaries, stateAt } from "./state";
@@ -44,6 +45,8 @@ export interface ReplayReportOptions {
   replays?: Map<number, Replay>;
   /** How many call sites to list before "(other call sites)". Default 10. */
   topCallSites?: number;
+  /** The device's total memory (`--device-total`); else the counters' device_total_bytes. */
+  deviceTotalBytes?: number | null;
 }
 
 export interface CallSiteBytes {
@@ -97,7 +100,17 @@ export interface ReplayReport {
       snapshotAllocatedBytes: number;
     }[];
     /** "asked for X, Y free in cached segments, largest free block Z" per oom entry. */
-    oom: { device: number; eventIndex: EventIndex; message: string }[];
+    oom: {
+      device: number;
+      eventIndex: EventIndex;
+      message: string;
+      /** What the device reported free (cudaMemGetInfo), or null when the entry has none. */
+      deviceFreeBytes: number | null;
+      /** The request that failed (the entry's size: the rounded request). */
+      requestBytes: number;
+      /** Device total − device free − reserved at the OOM; null when the total is unknown. */
+      outsideAllocatorBytes: number | null;
+    }[];
     unknownActions: { device: number; action: string; count: number }[];
   };
   traceReplay: CheckResult;
@@ -335,8 +348,16 @@ export function replayReport(
     snapshot += r.markers.snapshot.length;
     oom += r.markers.oom.length;
     annotations += r.markers.annotations.length;
+    const total = deviceTotalFor(r.device, counters, opts.deviceTotalBytes);
     for (const o of oomSummaries(r))
-      oomList.push({ device: r.device, eventIndex: o.eventIndex, message: o.message });
+      oomList.push({
+        device: r.device,
+        eventIndex: o.eventIndex,
+        message: o.message + outsideSentence(total, o.deviceFreeBytes, o.reservedBytes),
+        deviceFreeBytes: o.deviceFreeBytes,
+        requestBytes: o.requestedBytes,
+        outsideAllocatorBytes: outsideAllocatorBytes(total, o.deviceFreeBytes, o.reservedBytes),
+      });
     for (const u of r.markers.unknownActions)
       unknownActions.push({ device: r.device, action: u.action, count: u.count });
   }

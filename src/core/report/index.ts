@@ -110,6 +110,8 @@ export interface ReportOptions {
   attribution?: Attribution;
   otherAttribution?: Attribution;
   topSites?: number;
+  /** The device's total memory (`--device-total`), for the memory outside the allocator at an OOM. */
+  deviceTotalBytes?: number | null;
 }
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
@@ -307,7 +309,10 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
   }
   const totals = computeTotals(model, a);
   const replay =
-    opts.replay === false ? null : (opts.replay ?? replayReport(model, replayInputs(a), counters));
+    opts.replay === false
+      ? null
+      : (opts.replay ??
+        replayReport(model, replayInputs(a), counters, { deviceTotalBytes: opts.deviceTotalBytes }));
   // snapshot-vs-peak: the sidecar's max_memory_allocated when there is one (runChecks prefers it),
   // else the peak of the replayed trace.
   const replayPeak: PeakInfo | null =
