@@ -169,3 +169,44 @@ describe("memory outside the caching allocator at an OOM", () => {
     expect(j.fits).toBe(false); // 80 GiB asked for on an 80 GiB device
   });
 });
+
+describe("pinned host memory (host_segments / host_traces)", () => {
+  it("report --json's host equals the generator's host simulation exactly", async () => {
+    const t = truthOf("full").newest.host;
+    const r = await reportJson("full");
+    expect(r.host).not.toBeNull();
+    const h = r.host as NonNullable<ReportJson["host"]>;
+    expect({
+      segments: h.segments,
+      reservedBytes: h.reservedBytes,
+      allocatedBytes: h.allocatedBytes,
+      peakAllocatedBytes: h.peakAllocatedBytes,
+      traceEntries: h.traceEntries,
+    }).toEqual({
+      segments: t.segments,
+      reservedBytes: t.reservedBytes,
+      allocatedBytes: t.allocatedBytes,
+      peakAllocatedBytes: t.peakAllocatedBytes,
+      traceEntries: t.traceEntries,
+    });
+    // its own lane: the device totals are the known run's, untouched
+    expect(r.totals.allocatedBytes).toBe(truthOf("full").snapshot.allocatedBytes);
+    expect(r.totals.reservedBytes).toBe(truthOf("full").snapshot.reservedBytes);
+  });
+
+  it("null when the file has none; the text and HTML reports show it", async () => {
+    expect((await reportJson("skip-actions")).host).toBeNull();
+    const t = truthOf("full").newest.host;
+    const text = await cli(reportCommand, [join(dir, "full.pickle")]);
+    expect(text.out).toMatch(
+      new RegExp(
+        `host \\(pinned\\) memory: ${t.segments} pinned blocks, ${t.traceEntries} host trace entries`,
+      ),
+    );
+    const html = join(dir, "full.html");
+    await cli(reportCommand, [join(dir, "full.pickle"), "--html", html]);
+    const page = readFileSync(html, "utf8");
+    expect(page).toContain(`data-testid="host-peak" data-value="${t.peakAllocatedBytes}"`);
+    expect(page).toContain(`data-testid="host-reserved" data-value="${t.reservedBytes}"`);
+  });
+});

@@ -5,6 +5,7 @@ import { type Attribution, attribute, UNKNOWN_REASONS } from "../attribution";
 import { CATEGORY_NAMES } from "../attribution/rules";
 import { type CheckResult, type PeakInfo, runChecks } from "../checks";
 import { compareSnapshots, type SiteDelta } from "../compare";
+import { type HostJson, hostSummary } from "../host";
 import { shapeNotes } from "../model/shape-notes";
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
 import { type PeakReport, type ReplayInputs, type ReplayReport, replayReport } from "../replay/report";
@@ -93,6 +94,8 @@ export interface ReportJson {
   /** Why some blocks have no stack (most likely first), when some do. */
   noStackReasons: string[];
   notes: string[];
+  /** Pinned host memory (its own lane, not in any device's totals); null when the file has none. */
+  host: HostJson | null;
 }
 
 export interface ReportOptions {
@@ -380,6 +383,7 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     counters: counters ? { device: counters.device, tag: counters.tag } : null,
     noStackReasons: noStackBytes > 0 ? a.noStackReasons : [],
     notes: notesFor(model, counters, o),
+    host: hostSummary(model, a),
   };
 }
 
