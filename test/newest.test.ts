@@ -210,3 +210,58 @@ describe("pinned host memory (host_segments / host_traces)", () => {
     expect(page).toContain(`data-testid="host-reserved" data-value="${t.reservedBytes}"`);
   });
 });
+
+describe("forward stacks and tags", () => {
+  it("forwardSite bytes at the peak per forward line equal the truth (report --json peak.topCallSites)", async () => {
+    const t = truthOf("full");
+    const r = await reportJson("full");
+    expect(r.peak?.eventIndex).toBe(t.peak.eventIndex);
+    const byForward: Record<string, number> = {};
+    for (const s of r.peak?.topCallSites ?? [])
+      if (s.forwardSite) byForward[s.forwardSite] = (byForward[s.forwardSite] ?? 0) + s.bytes;
+    expect(byForward).toEqual(t.newest.forwardSitesAtPeak);
+    // files without forward stacks carry no forwardSite at all
+    const plain = await reportJson("skip-actions");
+    expect(plain.peak?.topCallSites.some((s) => "forwardSite" in s)).toBe(false);
+    expect(plain.topCallSites.some((s) => "forwardSite" in s)).toBe(false);
+  });
+
+  it("tree --by forward at the peak: one child per forward line with the truth's bytes", async () => {
+    const t = truthOf("full").newest.forwardSitesAtPeak as Record<string, number>;
+    const r = await cli(runTree, [join(dir, "full.pickle"), "--by", "forward", "--at", "peak", "--json"]);
+    expect(r.code).toBe(0);
+    const tree = JSON.parse(r.out);
+    const want = Object.fromEntries(
+      Object.entries(t).map(([site, bytes]) => {
+        const [file, line, fn] = site.split(":");
+        return [`${file.split("/").at(-1)}:${line} ${fn}`, bytes];
+      }),
+    );
+    const got = Object.fromEntries(
+      tree.root.children
+        .filter((c: { name: string }) => c.name !== "(no forward stack)")
+        .map((c: { name: string; bytes: number }) => [c.name, c.bytes]),
+    );
+    expect(got).toEqual(want);
+    expect(tree.totalBytes).toBe(truthOf("full").peak.allocatedBytes);
+  });
+
+  for (const key of ["phase", "step"]) {
+    it(`tree --by metadata:${key}: children equal the truth per value`, async () => {
+      const t = truthOf("full").newest.metadataAtSnapshot[key] as Record<string, number>;
+      const r = await cli(runTree, [join(dir, "full.pickle"), "--by", `metadata:${key}`, "--json"]);
+      expect(r.code).toBe(0);
+      const tree = JSON.parse(r.out);
+      const got = Object.fromEntries(
+        tree.root.children.map((c: { name: string; bytes: number }) => [c.name, c.bytes]),
+      );
+      expect(got).toEqual(t);
+    });
+  }
+
+  it("--search matches metadata values in the grouped tree", async () => {
+    const t = truthOf("full").newest.metadataAtSnapshot.phase as Record<string, number>;
+    const r = await cli(runTree, [join(dir, "full.pickle"), "--by", "metadata:phase", "--search", "opt"]);
+    expect(r.out).toMatch(new RegExp(`search "opt": ${(t.opt / 2 ** 20).toFixed(2)} MiB`));
+  });
+});

@@ -38,6 +38,8 @@ export interface ReplayInputs {
   categoryNames: string[];
   /** Call-site keys in id order. */
   siteKeys: string[];
+  /** Per stack: its call-site id (attribution's stackSite), to name forward stacks' sites. */
+  stackSite?: Int32Array;
 }
 
 export interface ReplayReportOptions {
@@ -53,6 +55,8 @@ export interface CallSiteBytes {
   site: string;
   category: string;
   bytes: number;
+  /** The forward line (innermost own code of forward_frames) that made these backward allocations. */
+  forwardSite?: string;
 }
 
 export interface PeakReport {
@@ -183,11 +187,15 @@ function categoriesRecord(inputs: ReplayInputs, byCategory: Float64Array): Recor
 }
 
 function sitesList(inputs: ReplayInputs, sites: SiteShare[]): CallSiteBytes[] {
-  return sites.map((s) => ({
-    site: siteName(inputs, s.site),
-    category: s.site === -2 ? "(mixed)" : catName(inputs, s.category),
-    bytes: s.bytes,
-  }));
+  return sites.map((s) => {
+    const row: CallSiteBytes = {
+      site: siteName(inputs, s.site),
+      category: s.site === -2 ? "(mixed)" : catName(inputs, s.category),
+      bytes: s.bytes,
+    };
+    if (s.forward && inputs.stackSite) row.forwardSite = siteName(inputs, inputs.stackSite[s.forward]);
+    return row;
+  });
 }
 
 function snapshotAllocated(model: SnapshotModel, device: number): number {

@@ -55,6 +55,8 @@ export interface CallSiteJson {
   library?: string;
   /** …and the innermost meaningful library frame under it (e.g. vLLM's `_allocate_kv_cache`). */
   libraryInnermost?: string;
+  /** Backward allocations: the forward line (innermost own code of forward_frames) that caused them. */
+  forwardSite?: string;
 }
 
 export interface CompareJson {
@@ -156,7 +158,9 @@ export function topCallSites(model: SnapshotModel, a: Attribution, limit = 20): 
     const rule = a.blockRule[b];
     // Sites that differ only in stack depth fold into one row; an inferred row stays apart from a stack's.
     const inferred = a.rules[rule].inferred;
-    const k = `${site.key}\u0000${cat}\u0000${inferred ? 1 : 0}`;
+    const fs = model.blocks.forwardStack?.[b] ?? 0;
+    const forwardSite = fs ? a.sites[a.stackSite[fs]].key : "";
+    const k = `${site.key}\u0000${cat}\u0000${inferred ? 1 : 0}\u0000${forwardSite}`;
     let r = rows.get(k);
     if (!r) {
       r = {
@@ -170,6 +174,7 @@ export function topCallSites(model: SnapshotModel, a: Attribution, limit = 20): 
         libs: new Map(),
       };
       if (inferred) r.inferred = true;
+      if (forwardSite) r.forwardSite = forwardSite;
       rows.set(k, r);
     }
     const size = model.blocks.sizeBytes[b];
@@ -274,6 +279,7 @@ export function replayInputs(a: Attribution): ReplayInputs {
     ruleInferred: Uint8Array.from(a.rules, (r) => (r.inferred ? 1 : 0)),
     categoryNames: [...a.categoryNames],
     siteKeys: a.sites.map((s) => s.key),
+    stackSite: a.stackSite,
   };
 }
 
