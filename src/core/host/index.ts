@@ -31,7 +31,18 @@ export interface HostJson {
   traceEntries: number;
   /** Allocated host blocks at the snapshot by call site (innermost own-code frame), largest first. */
   topCallSites: HostCallSite[];
+  /**
+   * The host lane's timeline for the page and the HTML report: allocated and reserved after host trace
+   * entries, at most ~2 × HOST_TIMELINE_POINTS points (each stretch keeps its lowest and highest); x is
+   * time_us when every entry has one, else the entry index. Empty without a host trace.
+   */
+  timeline: { hasTime: boolean; x: number[]; allocated: number[]; reserved: number[] };
+  /** The pinned blocks at the snapshot in address order (the segment map), at most HOST_MAP_BLOCKS. */
+  blocks: { address: number; sizeBytes: number; allocated: boolean }[];
 }
+
+export const HOST_TIMELINE_POINTS = 400;
+export const HOST_MAP_BLOCKS = 4000;
 
 export interface HostCurve {
   /** time_us where every entry has one, else the entry index. */
@@ -138,6 +149,32 @@ export function hostSummary(model: SnapshotModel, a: Attribution | null, top = 1
       peakEventIndex = i;
     }
   }
+  const timeline = {
+    hasTime: curve.hasTime,
+    x: [] as number[],
+    allocated: [] as number[],
+    reserved: [] as number[],
+  };
+  const n = curve.allocated.length;
+  const step = Math.max(1, Math.ceil(n / HOST_TIMELINE_POINTS));
+  for (let from = 0; from < n; from += step) {
+    const to = Math.min(n, from + step);
+    let lo = from;
+    let hi = from;
+    for (let i = from; i < to; i++) {
+      if (curve.allocated[i] < curve.allocated[lo]) lo = i;
+      if (curve.allocated[i] > curve.allocated[hi]) hi = i;
+    }
+    for (const i of lo === hi ? [lo] : [Math.min(lo, hi), Math.max(lo, hi)]) {
+      timeline.x.push(curve.x[i]);
+      timeline.allocated.push(curve.allocated[i]);
+      timeline.reserved.push(curve.reserved[i]);
+    }
+  }
+  const blocks = [...h.segments]
+    .sort((x, y) => x.address - y.address)
+    .slice(0, HOST_MAP_BLOCKS)
+    .map((s) => ({ address: s.address, sizeBytes: s.totalSizeBytes, allocated: s.allocatedSizeBytes > 0 }));
   return {
     segments: h.segments.length,
     reservedBytes,
@@ -148,5 +185,7 @@ export function hostSummary(model: SnapshotModel, a: Attribution | null, top = 1
     topCallSites: [...sites.values()]
       .sort((x, y) => y.bytes - x.bytes || x.site.localeCompare(y.site))
       .slice(0, top),
+    timeline,
+    blocks,
   };
 }

@@ -2,6 +2,7 @@
 // and the totals at one event (`peakscope report FILE --at EVENT --json`).
 
 import type { CountersSidecar, SnapshotModel } from "../model/types";
+import { annotationsByAllocation } from "../tree/group-by";
 import { exactBytesShort } from "../units";
 import { deviceTotalFor, outsideAllocatorBytes, outsideSentence } from "./outside";
 import { compositionAt, type SiteShare } from "./peak";
@@ -49,6 +50,16 @@ export interface ReplayReportOptions {
   topCallSites?: number;
   /** The device's total memory (`--device-total`); else the counters' device_total_bytes. */
   deviceTotalBytes?: number | null;
+}
+
+export interface AnnotatedAllocation {
+  device: number;
+  /** The allocation's alloc event (-1: before the trace). */
+  allocEvent: number;
+  address: number;
+  sizeBytes: number;
+  site: string;
+  notes: string[];
 }
 
 export interface CallSiteBytes {
@@ -103,6 +114,8 @@ export interface ReplayReport {
       peakEventIndex: EventIndex | null;
       snapshotAllocatedBytes: number;
     }[];
+    /** Allocations carrying annotate notes (`_annotate_tensor`), with their notes; absent when none. */
+    annotated?: AnnotatedAllocation[];
     /** "asked for X, Y free in cached segments, largest free block Z" per oom entry. */
     oom: {
       device: number;
@@ -350,6 +363,7 @@ export function replayReport(
   let hasTime = list.length > 0;
   const oomList: ReplayReport["timeline"]["oom"] = [];
   const unknownActions: ReplayReport["timeline"]["unknownActions"] = [];
+  const annotated: AnnotatedAllocation[] = [];
   for (const r of list) {
     events += r.length;
     hasTime &&= r.hasTime;
@@ -366,6 +380,18 @@ export function replayReport(
         requestBytes: o.requestedBytes,
         outsideAllocatorBytes: outsideAllocatorBytes(total, o.deviceFreeBytes, o.reservedBytes),
       });
+    for (const [k, notes] of annotationsByAllocation(model, r)) {
+      if (annotated.length >= 500) break;
+      const A = r.allocations;
+      annotated.push({
+        device: r.device,
+        allocEvent: A.allocEvent[k],
+        address: A.address[k],
+        sizeBytes: A.sizeBytes[k],
+        site: siteName(inputs, A.site[k]),
+        notes,
+      });
+    }
     for (const u of r.markers.unknownActions)
       unknownActions.push({ device: r.device, action: u.action, count: u.count });
   }
@@ -388,6 +414,7 @@ export function replayReport(
         snapshotAllocatedBytes: r.end.snapshotAllocatedBytes,
       })),
       oom: oomList,
+      ...(annotated.length > 0 ? { annotated } : {}),
       unknownActions,
     },
     traceReplay: combineTraceReplayChecks(list),

@@ -21,3 +21,17 @@ export function hostTextLines(r: ReportJson): string[] {
     );
   return out;
 }
+
+/** Notes attached to allocations (annotate entries), with the allocation. */
+export function annotatedTextLines(r: ReportJson): string[] {
+  const list = r.timeline.annotated ?? [];
+  if (list.length === 0) return [];
+  return [
+    "",
+    "notes on allocations (annotate)",
+    ...list.map(
+      (a) =>
+        `  ${JSON.stringify(a.notes.join(" · "))}: ${formatMiB(a.sizeBytes)} at 0x${a.address.toString(16)} on device ${a.device}, ${a.site}${a.allocEvent >= 0 ? ` (event ${a.allocEvent})` : ""}`,
+    ),
+  ];
+}

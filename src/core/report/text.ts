@@ -3,7 +3,7 @@
 
 import { CATEGORY_NAMES } from "../attribution/rules";
 import { formatBytes, formatDeltaMiB, formatMiB } from "./format";
-import { hostTextLines } from "./host-text";
+import { annotatedTextLines, hostTextLines } from "./host-text";
 import type { ReportJson } from "./index";
 
 const STATUS = { pass: "PASS", fail: "FAIL", skipped: "SKIP" } as const;
@@ -37,7 +37,7 @@ export function renderReportText(r: ReportJson): string {
     }
   }
 
-  out.push(...hostTextLines(r));
+  out.push(...hostTextLines(r), ...annotatedTextLines(r));
 
   out.push("", "categories (active_allocated blocks; they add up to allocated)");
   for (const name of CATEGORY_NAMES) {

@@ -3,6 +3,7 @@
 import { Bytes } from "../../components/Bytes";
 import { formatCount } from "../../format";
 import { useSide, useSideKey } from "../../state/store";
+import { HostSummaryRow } from "../host/HostLane";
 
 export function SummaryPanel() {
   const summary = useSide()((s) => s.summary);
@@ -114,6 +115,7 @@ export function SummaryPanel() {
               </td>
             </tr>
           ))}
+          <HostSummaryRow />
           {s.devices.length === 0 && (
             <tr>
               <td colSpan={8}>
