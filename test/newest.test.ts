@@ -19,7 +19,6 @@ const dir = mkdtempSync(join(tmpdir(), "peakscope-newest-"));
 python([join(REPO, "test/gen/generate.py"), "newest", dir]);
 const SHAPES = ["skip-actions", "no-traces", "no-frames-key", "empty-device"] as const;
 
-// biome-ignore lint/suspicious/noExplicitAny: the truth files are plain JSON
 const truthOf = (name: string): any =>
   JSON.parse(readFileSync(join(dir, `${name}.pickle.truth.json`), "utf8"));
 

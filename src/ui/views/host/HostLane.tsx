@@ -147,7 +147,9 @@ export function HostLane() {
                   <Bytes value={s.bytes} />
                 </td>
                 <td>{s.label}</td>
-                <td>{formatCount(s.blocks)} blocks</td>
+                <td>
+                  {formatCount(s.blocks)} {s.blocks === 1 ? "block" : "blocks"}
+                </td>
               </tr>
             ))}
           </tbody>
