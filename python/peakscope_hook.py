@@ -116,13 +116,22 @@ class _Backend:
     def counters(self, device):
         m = self.mod
         stats = m.memory_stats(device)
-        return {
+        out = {
             "memory_allocated": int(m.memory_allocated(device)),
             "memory_reserved": int(m.memory_reserved(device)),
             "max_memory_allocated": int(m.max_memory_allocated(device)),
             "max_memory_reserved": int(m.max_memory_reserved(device)),
             "memory_stats": {str(k): v for k, v in dict(stats).items()},
         }
+        # The device's total (cudaMemGetInfo / aclrtGetMemInfo): with an oom entry's device_free it tells
+        # the memory held outside the caching allocator (NCCL, the context, other processes).
+        get_info = getattr(m, "mem_get_info", None)
+        if get_info is not None:
+            try:
+                out["device_total_bytes"] = int(get_info(device)[1])
+            except Exception:  # an old build or a driver that refuses: the sidecar goes without it
+                pass
+        return out
 
     def record(self, max_entries, stacks):
         f = self.memory._record_memory_history

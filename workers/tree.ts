@@ -13,6 +13,7 @@ import { liveAllocationsAt } from "../src/core/replay/state";
 import { NEVER, type Replay } from "../src/core/replay/types";
 import { type CallTreeBuilder, callTreeBuilder, searchTest } from "../src/core/tree/builder";
 import { diffTrees, toCsv, toFolded, toJson } from "../src/core/tree/export";
+import { buildGroupedTree, parseGroupBy } from "../src/core/tree/group-by";
 import type {
   CallTree,
   CallTreeDiffNode,
@@ -34,6 +35,8 @@ export interface TreeQuery {
   event: number | null;
   orientation: TreeOrientation;
   by: "stack" | "module";
+  /** "forward" or "metadata[:KEY]": the tree grouped by forward line or user_metadata (core group-by.ts). */
+  groupBy?: string;
   ownCodeOnly: boolean;
   hideLibrary: boolean;
   /** Text or /regex/flags; "" for none. */
@@ -99,6 +102,56 @@ export interface TreeAnswer {
   /** Nodes under this many bytes were summed into "… N more" nodes. */
   minBytes: number;
   buildMs: number;
+  /** The grouping modes this file offers: forward stacks present; the user_metadata keys (JSON dicts) or []
+   * for plain strings; null when no entry carries metadata. */
+  groupModes?: GroupModes;
+}
+
+export interface GroupModes {
+  forward: boolean;
+  metadataKeys: string[] | null;
+}
+
+const groupModesCache = new WeakMap<object, GroupModes>();
+
+/** Which grouped trees make sense for this file (once per model). */
+function groupModesOf(engine: Engine): GroupModes {
+  const model = engine.model;
+  if (!model) return { forward: false, metadataKeys: null };
+  const cached = groupModesCache.get(model);
+  if (cached) return cached;
+  let forward = !!model.blocks.forwardStack;
+  const seen = new Set<number>();
+  for (const t of model.traces) {
+    if (t.forwardStack) forward = true;
+    for (let i = 0; i < t.length && seen.size < 64; i++)
+      if (t.userMetadata[i] >= 0) seen.add(t.userMetadata[i]);
+  }
+  const annotate = model.actionNames.indexOf("annotate");
+  let metadataKeys: string[] | null = null;
+  if (seen.size > 0) {
+    const keys = new Set<string>();
+    for (const s of seen) {
+      try {
+        const v: unknown = JSON.parse(model.strings[s]);
+        if (v && typeof v === "object" && !Array.isArray(v)) for (const k of Object.keys(v)) keys.add(k);
+      } catch {
+        // a plain string: grouped as it is
+      }
+    }
+    metadataKeys = [...keys].slice(0, 8);
+  }
+  // annotate notes alone are not metadata to group by
+  if (annotate >= 0 && metadataKeys !== null && metadataKeys.length === 0) {
+    let plain = false;
+    for (const t of model.traces)
+      for (let i = 0; i < t.length && !plain; i++)
+        if (t.userMetadata[i] >= 0 && t.action[i] !== annotate) plain = true;
+    if (!plain) metadataKeys = null;
+  }
+  const out = { forward, metadataKeys };
+  groupModesCache.set(model, out);
+  return out;
 }
 
 export type TreeExportFormat = "folded" | "json" | "csv";
@@ -265,6 +318,20 @@ function usableGroups(groups: TreeQuery["groups"]): {
 /** The whole tree of a query, with the search message when its /regex/ is bad. */
 function fullTree(engine: Engine, q: TreeQuery): { tree: CallTree; searchError: string | null } {
   const b = builderOf(engine);
+  const groupBy = q.groupBy ? parseGroupBy(q.groupBy) : null;
+  if (groupBy && engine.model && engine.attribution) {
+    const model = engine.model;
+    const hasTrace = model.traces[q.device]?.length > 0;
+    const replay = hasTrace ? engine.device(q.device).replay : null;
+    const at = q.event === null || !replay ? "snapshot" : Math.max(-1, Math.min(replay.length - 1, q.event));
+    return {
+      tree: buildGroupedTree(model, engine.attribution, replay, at, groupBy, {
+        device: q.device,
+        search: q.search || undefined,
+      }),
+      searchError: null,
+    };
+  }
   // A range needs the device's trace; without one the moment (the snapshot) is shown.
   const ranged = q.range ? momentOf(engine, q.device, 0) : null;
   const { replay, at } = ranged?.replay ? ranged : momentOf(engine, q.device, q.event);
@@ -432,6 +499,7 @@ export function treeAnswer(engine: Engine, q: TreeQuery): TreeAnswer {
     shownNodes: pruned.shown,
     minBytes: pruned.minBytes,
     buildMs: performance.now() - t0,
+    groupModes: groupModesOf(engine),
   };
 }
 

@@ -10,12 +10,12 @@ export type { CliIo } from "./io";
 
 export const USAGE = `usage:
   peakscope inspect FILE [--json]
-  peakscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]
+  peakscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html] [--device-total SIZE]
   peakscope view FILE [FILE2] [--port N] [--no-open] [--build] [--site DIR]
   peakscope ranks FILE... [--json] [--jobs N]
   peakscope leaks FILE... [--json] [--capacity SIZE] [--step-marker REGEX] [--threshold SIZE]
-  peakscope whatif FILE [--counters SIDECAR] [--device N] [--remove SPEC]... [--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--capacity SIZE] [--devices N] [--json]
-  peakscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up] [--folded] [--json] [--csv] [--group NAME=REGEX]... [--search TEXT|/RE/] [--range A..B [--measure live-at-end|allocated-in|freed-in]]
+  peakscope whatif FILE [--counters SIDECAR] [--device N] [--remove SPEC]... [--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--capacity SIZE] [--device-total SIZE] [--devices N] [--json]
+  peakscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module|forward|metadata[:KEY]] [--bottom-up] [--folded] [--json] [--csv] [--group NAME=REGEX]... [--search TEXT|/RE/] [--range A..B [--measure live-at-end|allocated-in|freed-in]]
   peakscope help
   peakscope --version
 

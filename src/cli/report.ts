@@ -12,6 +12,7 @@ import { CountersParseError } from "../core/report/counters";
 import { formatBytes, formatMiB } from "../core/report/format";
 import { buildReport, type ReportJson, replayInputs } from "../core/report/index";
 import { renderReportText } from "../core/report/text";
+import { parseSize } from "../core/units";
 import { buildReportPictures, renderReportHtml } from "../report-html/index";
 import type { CliIo, SnapshotDeps } from "./io";
 import { readSnapshotFile } from "./read-file";
@@ -23,7 +24,7 @@ export type ReportIo = CliIo;
 export type ReportDeps = SnapshotDeps;
 
 const USAGE =
-  "usage: peakscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html]\n";
+  "usage: peakscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html] [--device-total SIZE]\n";
 
 interface Args {
   file: string;
@@ -36,6 +37,8 @@ interface Args {
   device: number | null;
   /** --html OUT: also write the report as one self-contained HTML file. */
   html: string | null;
+  /** --device-total SIZE: the device's total memory (for the memory outside the allocator at an OOM). */
+  deviceTotal: number | null;
 }
 
 class UsageError extends Error {}
@@ -51,9 +54,18 @@ function parseArgs(args: string[]): Args {
     at: null,
     device: null,
     html: null,
+    deviceTotal: null,
   };
   const files: string[] = [];
-  const valued = new Set(["--counters", "--compare", "--counters-other", "--at", "--device", "--html"]);
+  const valued = new Set([
+    "--counters",
+    "--compare",
+    "--counters-other",
+    "--at",
+    "--device",
+    "--html",
+    "--device-total",
+  ]);
   for (let i = 0; i < args.length; i++) {
     let a = args[i];
     let value: string | undefined;
@@ -80,6 +92,10 @@ function parseArgs(args: string[]): Args {
           throw new UsageError(`${a} takes a whole number ≥ 0, not ${value}`);
         if (a === "--at") out.at = n;
         else out.device = n;
+      } else if (a === "--device-total") {
+        out.deviceTotal = parseSize(value);
+        if (out.deviceTotal === null)
+          throw new UsageError(`--device-total takes a size (80GiB, 80GB, 85899345920), not "${value}"`);
       } else if (a === "--html") out.html = value;
       else if (a === "--counters") out.counters = value;
       else if (a === "--compare") out.compare = value;
@@ -135,7 +151,7 @@ export async function reportCommand(
     const attribution = attribute(model);
     const inputs = replayInputs(attribution);
     const replays = prepareReplays(model, inputs);
-    const replay = replayReport(model, inputs, counters, { replays });
+    const replay = replayReport(model, inputs, counters, { replays, deviceTotalBytes: args.deviceTotal });
     report = buildReport(model, { counters, other, otherCounters, attribution, replay, replays });
     const html = renderReportHtml(report, buildReportPictures(model, attribution, replays), {
       generatedAt: new Date().toISOString(),
@@ -149,7 +165,7 @@ export async function reportCommand(
     }
     const size = Buffer.byteLength(html, "utf8");
     io.stderr(`peakscope report: wrote ${args.html} (${formatMiB(size)}, ${formatBytes(size)})\n`);
-  } else report = buildReport(model, { counters, other, otherCounters });
+  } else report = buildReport(model, { counters, other, otherCounters, deviceTotalBytes: args.deviceTotal });
   // `tool` first: which program (and version) wrote this JSON, for whoever reads it later.
   io.stdout(args.json ? `${JSON.stringify({ tool: toolInfo(), ...report })}\n` : renderReportText(report));
   const failed = [...report.checks, ...(report.compare?.otherChecks ?? [])].some((c) => c.status === "fail");

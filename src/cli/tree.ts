@@ -12,6 +12,7 @@ import type { Replay } from "../core/replay/types";
 import { formatMiB as formatBytes } from "../core/report/format";
 import { buildCallTree } from "../core/tree/builder";
 import { toCsv, toFolded, toJson } from "../core/tree/export";
+import { buildGroupedTree, type GroupBy, parseGroupBy } from "../core/tree/group-by";
 import { renderTreeText } from "../core/tree/text";
 import type { CallTreeOptions, RangeMeasure, TreeMoment } from "../core/tree/types";
 import { exactBytesShort } from "../core/units";
@@ -23,7 +24,8 @@ export type TreeIo = CliIo;
 export type TreeDeps = SnapshotDeps;
 
 const USAGE =
-  "usage: peakscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module] [--bottom-up]\n" +
+  "usage: peakscope tree FILE [--at snapshot|peak|EVENT] [--device N] [--by stack|module|forward|metadata[:KEY]]\n" +
+  "                          [--bottom-up]\n" +
   "                          [--folded | --json | --csv] [--group NAME=REGEX]... [--search TEXT]\n" +
   "                          [--own-code-only] [--hide-library] [--depth N] [--top N]\n" +
   "                          [--range A..B [--measure live-at-end|allocated-in|freed-in]]\n";
@@ -33,6 +35,8 @@ interface Args {
   at: TreeMoment;
   device: number | null;
   by: "stack" | "module";
+  /** --by forward | metadata[:KEY]: the tree grouped by forward line or by user_metadata. */
+  groupBy: GroupBy | null;
   bottomUp: boolean;
   output: "text" | "json" | "folded" | "csv";
   groups: Record<string, string>;
@@ -79,6 +83,7 @@ function parseArgs(args: string[]): Args {
     at: "snapshot",
     device: null,
     by: "stack",
+    groupBy: null,
     bottomUp: false,
     output: "text",
     groups: {},
@@ -130,9 +135,11 @@ function parseArgs(args: string[]): Args {
       else if (a === "--depth") out.depth = wholeNumber(a, value, 1);
       else if (a === "--top") out.top = wholeNumber(a, value, 1);
       else if (a === "--by") {
-        if (value !== "stack" && value !== "module")
-          throw new UsageError(`--by takes stack or module, not ${value}`);
-        out.by = value;
+        const g = parseGroupBy(value);
+        if (g) out.groupBy = g;
+        else if (value !== "stack" && value !== "module")
+          throw new UsageError(`--by takes stack, module, forward or metadata[:KEY], not ${value}`);
+        else out.by = value;
       } else if (a === "--search") {
         if (value === "") throw new UsageError("--search needs a text or /regex/");
         out.search = value;
@@ -159,6 +166,8 @@ function parseArgs(args: string[]): Args {
   }
   if (out.measure && !out.range) throw new UsageError("--measure needs --range A..B");
   if (out.range && out.atGiven) throw new UsageError("--at and --range do not go together");
+  if (out.groupBy && (out.range || out.bottomUp || Object.keys(out.groups).length > 0))
+    throw new UsageError("--by forward / metadata does not go with --range, --bottom-up or --group");
   out.file = files[0];
   return out;
 }
@@ -175,7 +184,8 @@ function momentText(args: Args, event: number | null): string {
     return `events ${args.range.from}..${args.range.to} (${m}: ${what})`;
   }
   if (args.at === "snapshot") return "at the snapshot";
-  if (args.at === "peak") return `at the peak (after event ${event})`;
+  if (args.at === "peak")
+    return event === null ? "at the peak (no events on this device)" : `at the peak (after event ${event})`;
   return event === -1 ? "before the first event" : `after event ${event}`;
 }
 
@@ -206,10 +216,15 @@ export async function runTree(
   const attribution = attribute(model);
   let replay: Replay | null = null;
   let device: number | null = args.device;
-  if (args.at === "snapshot" && !args.range) {
-    if (device !== null) {
-      let found = false;
-      for (let s = 0; s < model.segments.length && !found; s++) found = model.segments.device[s] === device;
+  // A device listed in device_traces that holds nothing (no segments, an empty list): an empty tree.
+  const emptyListedDevice =
+    device !== null &&
+    device < model.traces.length &&
+    model.traces[device].length === 0 &&
+    !hasSegmentsOn(model, device);
+  if ((args.at === "snapshot" && !args.range) || emptyListedDevice) {
+    if (device !== null && !emptyListedDevice) {
+      const found = hasSegmentsOn(model, device);
       if (!found) {
         io.stderr(`peakscope tree: ${args.file} has no segments on device ${device}.\n`);
         return 1;
@@ -253,6 +268,23 @@ export async function runTree(
     }
   }
 
+  if (args.groupBy && !emptyListedDevice && replay === null) {
+    // at the snapshot the groups come from the blocks' alloc entries: replay the device's trace
+    const d = device ?? model.traces.findIndex((t) => t.length > 0);
+    if (d >= 0 && model.traces[d]?.length > 0) {
+      replay = prepareReplay(model, d, {
+        traceCategory: attribution.traceCategory[d],
+        traceSite: attribution.traceSite[d],
+        blockCategory: attribution.blockCategory,
+        blockSite: attribution.blockSite,
+        traceBeforeCategory: attribution.traceBeforeCategory[d],
+        traceBeforeSite: attribution.traceBeforeSite[d],
+        blockWorkspace: attribution.blockWorkspace,
+        categoryCount: Math.max(1, attribution.categoryNames.length),
+      });
+      device ??= d;
+    }
+  }
   const opts: CallTreeOptions = {
     orientation: args.bottomUp ? "bottom-up" : "top-down",
     by: args.by,
@@ -265,7 +297,12 @@ export async function runTree(
   if (args.range) opts.range = { ...args.range, measure: args.measure ?? "live-at-end" };
   let tree: ReturnType<typeof buildCallTree>;
   try {
-    tree = buildCallTree(model, attribution, replay, args.at, opts);
+    tree = args.groupBy
+      ? buildGroupedTree(model, attribution, replay, emptyListedDevice ? "snapshot" : args.at, args.groupBy, {
+          device,
+          search: args.search ?? undefined,
+        })
+      : buildCallTree(model, attribution, replay, emptyListedDevice ? "snapshot" : args.at, opts);
   } catch (e) {
     if (e instanceof SyntaxError || e instanceof RangeError) {
       io.stderr(`peakscope tree: ${e.message}\n`);
@@ -288,9 +325,11 @@ export async function runTree(
   }
   const where = tree.device === null ? "all devices" : `device ${tree.device}`;
   const header = [
-    `peakscope tree: ${args.file}, ${where}, ${momentText(args, tree.event)}; ${args.bottomUp ? "bottom-up" : "top-down"} by ${args.by}`,
+    `peakscope tree: ${args.file}, ${where}, ${momentText(args, tree.event)}; ${args.bottomUp ? "bottom-up" : "top-down"} by ${tree.groupBy ?? args.by}`,
     `  ${formatBytes(tree.totalBytes)} allocated (${exactBytesShort(tree.totalBytes)}, rounded block bytes) in ${tree.totalBlocks} blocks; * = your code`,
   ];
+  if (emptyListedDevice)
+    header.push(`  device ${device} is listed in device_traces but holds no segments and no trace entries`);
   if (tree.hiddenBytes > 0) {
     header.push(`  left out (no frame of your code): ${formatBytes(tree.hiddenBytes)}`);
   }
@@ -302,4 +341,9 @@ export async function runTree(
   }
   io.stdout(`${header.join("\n")}\n${renderTreeText(tree, { depth: args.depth, top: args.top })}`);
   return 0;
+}
+
+function hasSegmentsOn(model: SnapshotModel, device: number): boolean {
+  for (let s = 0; s < model.segments.length; s++) if (model.segments.device[s] === device) return true;
+  return false;
 }

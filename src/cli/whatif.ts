@@ -7,7 +7,7 @@ import { SnapshotReadError } from "../core/formats/errors";
 import type { CountersSidecar, SnapshotModel } from "../core/model/types";
 import { CountersParseError } from "../core/report/counters";
 import { formatMiB as formatBytes } from "../core/report/format";
-import { parseCapacity } from "../core/units";
+import { parseCapacity, parseSize } from "../core/units";
 import {
   type Capacity,
   deviceCapacity,
@@ -35,7 +35,7 @@ export type WhatIfIo = CliIo;
 export type WhatIfDeps = SnapshotDeps;
 
 const USAGE =
-  "usage: peakscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--devices N] [--remove SPEC]... " +
+  "usage: peakscope whatif FILE [--counters SIDECAR] [--device N] [--capacity SIZE] [--device-total SIZE] [--devices N] [--remove SPEC]... " +
   "[--scale SPEC=FACTOR]... [--free-early SPEC]... [--recompute MODULE]... [--suggest] [--json]\n" +
   "  SPEC: category:NAME | site:FILE:LINE | frame:TEXT (also ids:1,2 window:FROM..TO time:FROM..TO phase:NAME; " +
   "join with & or |)\n" +
@@ -51,6 +51,7 @@ interface Args {
   capacity: number | null;
   capacityNote: string | null;
   devices: number;
+  deviceTotal: number | null;
   transforms: Transform[];
   suggest: boolean;
   json: boolean;
@@ -64,6 +65,7 @@ function parseArgs(args: string[]): Args {
     capacity: null,
     capacityNote: null,
     devices: 1,
+    deviceTotal: null,
     transforms: [],
     suggest: false,
     json: false,
@@ -74,6 +76,7 @@ function parseArgs(args: string[]): Args {
     "--device",
     "--capacity",
     "--devices",
+    "--device-total",
     "--remove",
     "--scale",
     "--free-early",
@@ -114,6 +117,10 @@ function parseArgs(args: string[]): Args {
           if (!Number.isInteger(n) || n < 1)
             throw new UsageError(`--devices takes a whole number ≥ 1 (GPUs available), not ${value}`);
           out.devices = n;
+        } else if (a === "--device-total") {
+          out.deviceTotal = parseSize(value);
+          if (out.deviceTotal === null)
+            throw new UsageError(`--device-total takes a size (80GiB, 80GB, 85899345920), not "${value}"`);
         } else if (a === "--remove") out.transforms.push({ op: "remove", select: parseSelection(value) });
         else if (a === "--scale") out.transforms.push(parseScale(value));
         else if (a === "--free-early")
@@ -182,13 +189,20 @@ export function whatIfJson(
     capacityNote?: string | null;
     /** GPUs available (default 1). */
     devices?: number;
+    deviceTotalBytes?: number | null;
     suggest: boolean;
   },
 ): WhatIfJson {
   const r = ctx.replay;
   const oom = oomNeeds(r);
   const firstOom = oom.find((o) => Number.isFinite(o.deviceFreeBytes)) ?? null;
-  const capacity = deviceCapacity(r, opts.counters, opts.capacityBytes, opts.capacityNote);
+  const capacity = deviceCapacity(
+    r,
+    opts.counters,
+    opts.capacityBytes,
+    opts.capacityNote,
+    opts.deviceTotalBytes,
+  );
   const devicesAvailable = opts.devices ?? 1;
   const res = evaluate(ctx, transforms, { curve: firstOom !== null });
   let fits: boolean | null = null;
@@ -352,6 +366,7 @@ export async function runWhatIf(
       capacityBytes: args.capacity,
       capacityNote: args.capacityNote,
       devices: args.devices,
+      deviceTotalBytes: args.deviceTotal,
       suggest: args.suggest,
     });
   } catch (e) {

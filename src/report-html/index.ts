@@ -13,6 +13,7 @@ import type { Replay } from "../core/replay/types";
 import { formatDeltaMiB, formatMiB } from "../core/report/format";
 import type { CheckJson, ReportJson } from "../core/report/index";
 import { exactBytesShort, formatCount } from "../core/units";
+import { hostSection } from "./host";
 import { esc } from "./html";
 import {
   type SegmentMapPicture,
@@ -344,6 +345,7 @@ export function renderReportHtml(r: ReportJson, pictures: ReportPictures, opts: 
       .join(" · ")}</p>`,
     `<p data-testid="verdict-checks" data-failed="${failed}">${failed === 0 ? "Every check passed or was skipped." : `<span class="warn">${failed} check${failed === 1 ? "" : "s"} failed</span> (see Checks).`}</p></header>`,
     summarySection(r),
+    hostSection(r),
     categoriesSection(r, opts),
     `<section id="checks"><h2>Checks</h2>${checksTable(r.checks, "check-")}</section>`,
     peakSection(r),

@@ -17,6 +17,7 @@ import { SideContext, sides } from "./state/store";
 import { CallTreeView } from "./views/call-tree/CallTreeView";
 import { CompareView } from "./views/compare/CompareView";
 import { HealthPanel } from "./views/health/HealthPanel";
+import { HostLane } from "./views/host/HostLane";
 import { RankOverview, RanksBackBar } from "./views/ranks/RankOverview";
 import { useRanks } from "./views/ranks/store";
 import { SegmentMap } from "./views/segment-map/SegmentMap";
@@ -24,6 +25,7 @@ import { SeriesView } from "./views/series/SeriesView";
 import { useSeries } from "./views/series/store";
 import { SidePanel } from "./views/side-panel/SidePanel";
 import { SummaryPanel } from "./views/side-panel/SummaryPanel";
+import { Annotations } from "./views/tags/Annotations";
 import { Timeline } from "./views/timeline/Timeline";
 
 export function App() {
@@ -88,6 +90,12 @@ function SingleView() {
               </ErrorBoundary>
               <ErrorBoundary name="segment map">
                 <SegmentMap key={device} />
+              </ErrorBoundary>
+              <ErrorBoundary name="host memory">
+                <HostLane />
+              </ErrorBoundary>
+              <ErrorBoundary name="notes on allocations">
+                <Annotations />
               </ErrorBoundary>
               <ErrorBoundary name="call tree">
                 <CallTreeView key={device} />

@@ -38,6 +38,7 @@ def counters(d=0):
         "max_memory_allocated": F.peak_allocated[d],
         "max_memory_reserved": F.peak_reserved[d],
         "memory_stats": F.stats(d),
+        "device_total_bytes": torch.DEVICE_TOTAL,
     }
 
 

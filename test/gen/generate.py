@@ -100,6 +100,21 @@ def leaks(out, leak=None, record_from="start", series=False, steps=8, annotation
     return leakrun.write_trace(out, leak, record_from, steps, annotations)
 
 
+def newest(outdir):
+    """What torch 2.10-2.14 adds (host memory, forward stacks, tags, an OOM with device_free) in full.pickle,
+    and the newer recording options' shapes, each with OUT.counters.json and OUT.truth.json."""
+    from memgen import newest as nw
+    os.makedirs(outdir, exist_ok=True)
+    files = [("full", nw.full())] + [(k, nw.shape(k)) for k in nw.SHAPES]
+    for name, (snap, truth, counters) in files:
+        out = os.path.join(outdir, name + ".pickle")
+        write_pickle(out, snap, 4)
+        truth["protocol"] = 4
+        write_json(out + ".counters.json", counters)
+        write_json(out + ".truth.json", truth)
+    return [name for name, _ in files]
+
+
 def memo_overwrite(out):
     """A hand-assembled pickle whose frame memo slot is overwritten by PUT between identical entries."""
     from memgen import handpickle
@@ -181,6 +196,9 @@ def main(argv=None):
     bt.add_argument("--target-mb", type=float, required=True)
     bt.add_argument("out")
 
+    nw = sub.add_parser("newest", help=newest.__doc__.splitlines()[0])
+    nw.add_argument("outdir")
+
     mo = sub.add_parser("memo-overwrite", help=memo_overwrite.__doc__.splitlines()[0])
     mo.add_argument("out")
 
@@ -206,6 +224,9 @@ def main(argv=None):
     elif a.cmd == "big-trace":
         from memgen import profiler
         print(json.dumps(profiler.big_trace(a.out, a.target_mb)))
+
+    elif a.cmd == "newest":
+        newest(a.outdir)
     elif a.cmd == "memo-overwrite":
         memo_overwrite(a.out)
     elif a.cmd == "ranks":

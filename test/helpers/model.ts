@@ -53,7 +53,7 @@ export function fingerprint(m: SnapshotModel): unknown {
     ]);
   }
   const str = (i: number) => (i < 0 ? null : m.strings[i]);
-  const traces = m.traces.map((t) => {
+  const traceRows = (t: SnapshotModel["traces"][number]) => {
     const rows = [];
     for (let i = 0; i < t.length; i++) {
       rows.push([
@@ -68,10 +68,19 @@ export function fingerprint(m: SnapshotModel): unknown {
         str(t.userMetadata[i]),
         str(t.category[i]),
         t.isWorkspace[i],
+        ...(t.forwardStack ? [stack(t.forwardStack[i])] : []),
       ]);
     }
     return rows;
-  });
+  };
+  const traces = m.traces.map(traceRows);
+  const host = m.host
+    ? {
+        segments: m.host.segments.map((s) => ({ ...s, stack: stack(s.stack) })),
+        trace: traceRows(m.host.trace),
+      }
+    : null;
+  const blockForward = m.blocks.forwardStack ? Array.from(m.blocks.forwardStack, stack) : null;
   return {
     layout: m.layout,
     legacyHistory: m.legacyHistory,
@@ -80,5 +89,7 @@ export function fingerprint(m: SnapshotModel): unknown {
     traces,
     annotations: m.annotations,
     allocatorSettings: m.allocatorSettings,
+    ...(host ? { host } : {}),
+    ...(blockForward ? { blockForward } : {}),
   };
 }

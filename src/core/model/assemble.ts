@@ -13,6 +13,7 @@ import { CONSUMED, type EntrySink, StackRef, StagedEntry, TraceEntryScanner } fr
 import {
   Action,
   EMPTY_STACK,
+  type HostSegment,
   NO_STRING,
   type SnapshotModel,
   type SnapshotSource,
@@ -52,7 +53,8 @@ export class SnapshotAssembler implements EntrySink {
   }
 
   readonly hooks: UnpickleHooks = {
-    onSetItem: (key, value) => (key === "frames" || key === "forward_frames" ? this.toStack(value) : value),
+    onSetItem: (key, value) =>
+      key === "frames" ? this.toStack(value) : key === "forward_frames" ? this.toForwardStack(value) : value,
     // Fast path: a trace entry dict (torch writes "action" first) goes straight into columns.
     setItemsBatch: (dict, items, from) => {
       if (dict.k.length !== 0 || items[from] !== "action") return false;
@@ -166,6 +168,29 @@ export class SnapshotAssembler implements EntrySink {
     return ref;
   }
 
+  /**
+   * A forward_frames value (traceback strings, `  File "…", line N, in NAME\n    code`, outermost first as
+   * anomaly mode stores them) as a StackRef of a stack innermost first; other values unchanged.
+   */
+  private toForwardStack(value: unknown): unknown {
+    if (value instanceof StackRef || !isSequence(value)) return value;
+    const items = sequenceItems(value);
+    if (this.frameScratch.length < items.length) this.frameScratch = new Int32Array(items.length * 2);
+    const ids = this.frameScratch;
+    let n = 0;
+    for (let i = items.length - 1; i >= 0; i--) {
+      const s = items[i];
+      if (typeof s !== "string") continue;
+      const m = TRACEBACK_LINE.exec(s);
+      ids[n++] = m
+        ? this.builder.internFrame(m[1], Number(m[2]), m[3].trim())
+        : this.builder.internFrame("", 0, s.trim().split("\n")[0]);
+    }
+    const ref = this.stackRef(this.builder.internStack(ids, n));
+    if (value instanceof PyList && value.memo >= 0) this.memo.set(value.memo, ref, true);
+    return ref;
+  }
+
   frameIdOf(d: PyDict): number {
     if (d.tag >= 0) return d.tag;
     return d.has("filename") ? this.frameId(d) : -1;
@@ -218,6 +243,7 @@ export class SnapshotAssembler implements EntrySink {
     let compileContext = NO_STRING;
     let userMetadata = NO_STRING;
     let category = NO_STRING;
+    let forward = EMPTY_STACK;
     for (let i = from; i + 1 < to; i += 2) {
       const v = items[i + 1];
       switch (items[i]) {
@@ -253,9 +279,14 @@ export class SnapshotAssembler implements EntrySink {
         case "category":
           category = this.optString(v);
           break;
+        case "forward_frames": {
+          const ref = this.toForwardStack(v);
+          if (ref instanceof StackRef) forward = ref.id;
+          break;
+        }
       }
     }
-    return this.stageRow(
+    const row = this.stageRow(
       this.builder.actionId(action),
       addr,
       size,
@@ -267,6 +298,8 @@ export class SnapshotAssembler implements EntrySink {
       userMetadata,
       category,
     );
+    if (forward !== EMPTY_STACK) this.staging.forward.set(row, forward);
+    return row;
   }
 
   /** Stages one trace entry's row (the device is known only when its list closes). */
@@ -345,13 +378,17 @@ export class SnapshotAssembler implements EntrySink {
               requested = this.num(first.get("real_size"));
           }
         }
-        this.builder.addBlock({
+        const id = this.builder.addBlock({
           address: b.has("address") ? this.num(b.get("address")) : undefined,
           sizeBytes: this.num(b.get("size")) || 0,
           requestedSizeBytes: requested,
           state: typeof b.get("state") === "string" ? (b.get("state") as string) : "unknown",
           stack,
         });
+        if (b.has("forward_frames")) {
+          const ref = this.toForwardStack(b.get("forward_frames"));
+          if (ref instanceof StackRef && ref.id !== EMPTY_STACK) this.builder.blockForward.set(id, ref.id);
+        }
       }
     }
     if (skipped > 0)
@@ -390,6 +427,32 @@ export class SnapshotAssembler implements EntrySink {
     this.builder.setTraceTables(tables);
   }
 
+  /** Pinned host memory: its segments (one per block) and its flat trace, kept apart from the devices. */
+  private addHost(segments: unknown, traces: unknown): void {
+    const segs: HostSegment[] = [];
+    if (isSequence(segments)) {
+      for (const seg of sequenceItems(segments)) {
+        if (!(seg instanceof PyDict)) continue;
+        const blocks = seg.get("blocks");
+        const first = isSequence(blocks) ? sequenceItems(blocks)[0] : undefined;
+        const blockStack = first instanceof PyDict ? this.stackOf(first.get("frames")) : EMPTY_STACK;
+        segs.push({
+          address: this.num(seg.get("address")),
+          totalSizeBytes: this.num(seg.get("total_size")) || 0,
+          allocatedSizeBytes: this.num(seg.get("allocated_size")) || 0,
+          requestedSizeBytes: seg.has("requested_size") ? this.num(seg.get("requested_size")) : Number.NaN,
+          stack: blockStack !== EMPTY_STACK ? blockStack : this.stackOf(seg.get("frames")),
+        });
+      }
+    }
+    const trace = isSequence(traces) ? this.staging.gatherAll([this.rowsOf(traces)])[0] : null;
+    if (segs.length === 0 && (trace === null || trace.length === 0)) return;
+    this.builder.host = {
+      segments: segs,
+      trace: trace ? { ...trace, device: -1 } : this.staging.gatherAll([[]])[0],
+    };
+  }
+
   finish(root: unknown, source: SnapshotSource): SnapshotModel {
     this.scanner.release();
     const b = this.builder;
@@ -420,6 +483,7 @@ export class SnapshotAssembler implements EntrySink {
       if (isSequence(hostSegments)) b.hostSegmentCount = sequenceItems(hostSegments).length;
       const hostTraces = root.get("host_traces");
       if (hostTraces instanceof PyList) b.hostTraceCount = hostTraces.rowCount + hostTraces.items.length;
+      this.addHost(hostSegments, hostTraces);
       const unknown = root.k.filter((k) => typeof k !== "string" || !KNOWN_TOP_KEYS.has(k));
       if (unknown.length > 0)
         this.notes.push(`unrecognised top-level keys kept aside: ${unknown.map(String).join(", ")}`);
@@ -460,6 +524,9 @@ function markWorkspacePrefix(t: TraceTable, workspaceAction: number): void {
     }
   }
 }
+
+/** `  File "/path/model.py", line 42, in forward` (the first line of a traceback string). */
+const TRACEBACK_LINE = /File "([^"]*)", line (\d+), in ([^\n]*)/;
 
 function notSnapshot(message: string): SnapshotReadError {
   return new SnapshotReadError(

@@ -160,6 +160,9 @@ export class TraceColumns {
     return row;
   }
 
+  /** Staged row → forward stack, for the few entries that carry forward_frames (see TraceTable.forwardStack). */
+  readonly forward = new Map<number, number>();
+
   /** Appends `count` rows given as columns (all but isWorkspace, which starts 0); returns the first's number. */
   pushRows(from: Record<string, ArrayLike<number>>, count: number): number {
     const row = this.length;
@@ -176,10 +179,29 @@ export class TraceColumns {
   /** One table per device from the given rows, in the order given: views for runs, copies for lists. */
   gatherAll(rowsByDevice: RowSet[]): TraceTable[] {
     return rowsByDevice.map((rows, device) => {
-      if ("start" in rows) return this.view(device, rows.start, rows.count);
-      const table = { device, length: rows.length } as Record<string, unknown>;
-      for (const name of TRACE_COLUMNS) table[name] = pick(this[name], rows);
-      return table as unknown as TraceTable;
+      const table =
+        "start" in rows
+          ? this.view(device, rows.start, rows.count)
+          : (() => {
+              const t = { device, length: rows.length } as Record<string, unknown>;
+              for (const name of TRACE_COLUMNS) t[name] = pick(this[name], rows);
+              return t as unknown as TraceTable;
+            })();
+      if (this.forward.size > 0) {
+        // only files with forward_frames pay for the column
+        const col = new Int32Array(table.length);
+        let any = false;
+        for (let i = 0; i < table.length; i++) {
+          const row = "start" in rows ? rows.start + i : rows[i];
+          const s = this.forward.get(row);
+          if (s !== undefined) {
+            col[i] = s;
+            any = true;
+          }
+        }
+        if (any) table.forwardStack = col;
+      }
+      return table;
     });
   }
 
@@ -257,6 +279,9 @@ export class ModelBuilder {
   allocatorSettings: Record<string, unknown> | null = null;
   hostSegmentCount = 0;
   hostTraceCount = 0;
+  host: import("./types").HostMemory | null = null;
+  /** Block index → forward stack, for the few blocks that carry forward_frames. */
+  readonly blockForward = new Map<number, number>();
   layout: "dict" | "segment-list" = "dict";
   legacyHistory = false;
 
@@ -376,6 +401,13 @@ export class ModelBuilder {
   }
 
   /** Adds a block to the most recently added segment. */
+  /** The blocks' forward stacks as a column (only built when some block has one). */
+  private blockForwardColumn(n: number): Int32Array {
+    const col = new Int32Array(n);
+    for (const [b, s] of this.blockForward) if (b < n) col[b] = s;
+    return col;
+  }
+
   addBlock(b: BlockInput): number {
     const segment = this.seg.device.length - 1;
     if (segment < 0) throw new Error("addBlock before addSegment");
@@ -475,6 +507,7 @@ export class ModelBuilder {
         requestedSizeBytes: b.requested.trim(),
         state: b.state.trim(),
         stack: b.stack.trim(),
+        ...(this.blockForward.size > 0 ? { forwardStack: this.blockForwardColumn(b.size.length) } : {}),
       },
       traces: this.traceTables ?? this.traceColumns.map((t, device) => t.finish(device)),
       actionNames: this.actionNames,
@@ -483,6 +516,7 @@ export class ModelBuilder {
       allocatorSettings: this.allocatorSettings,
       hostSegmentCount: this.hostSegmentCount,
       hostTraceCount: this.hostTraceCount,
+      host: this.host,
     };
   }
 }

@@ -85,6 +85,11 @@ export interface BlockTable {
   requestedSizeBytes: Float64Array; // NaN when absent
   state: Uint8Array; // BlockState
   stack: Int32Array; // IndexIntoStacks
+  /**
+   * The forward stack (`forward_frames`, anomaly mode) of blocks allocated during backward, as a stack
+   * (innermost first; EMPTY_STACK for none). Absent when no block in the file has one.
+   */
+  forwardStack?: Int32Array;
 }
 
 export interface TraceTable {
@@ -104,6 +109,28 @@ export interface TraceTable {
   category: Int32Array;
   /** 1 for torch_npu's workspace-allocator entries prepended to the device list. */
   isWorkspace: Uint8Array;
+  /**
+   * `forward_frames` (anomaly mode: the forward stack of the autograd node whose backward made the entry)
+   * as a stack, innermost first; EMPTY_STACK for none. Absent when no entry of the file has one.
+   */
+  forwardStack?: Int32Array;
+}
+
+/** One pinned host block (`host_segments`: one segment per block, device -1). */
+export interface HostSegment {
+  address: number;
+  totalSizeBytes: number;
+  allocatedSizeBytes: number;
+  requestedSizeBytes: number; // NaN when absent
+  /** The block's stack when allocated, else the segment's. */
+  stack: IndexIntoStacks;
+}
+
+/** Pinned host memory (`record_pinned_host_memory=True`): its own lane, never mixed with the devices. */
+export interface HostMemory {
+  segments: HostSegment[];
+  /** `host_traces`: one flat list (device -1); sizes are rounded block sizes. */
+  trace: TraceTable;
 }
 
 export interface Annotation {
@@ -186,6 +213,8 @@ export interface SnapshotModel {
   /** Number of host (pinned memory) segments and trace entries, kept as counts only. */
   hostSegmentCount: number;
   hostTraceCount: number;
+  /** host_segments / host_traces when the file has either (non-empty); else null or absent. */
+  host?: HostMemory | null;
 }
 
 /** Counters sidecar: `<dump>.counters.json`, written by the process beside the dump. */
@@ -197,4 +226,6 @@ export interface CountersSidecar {
   device: number | null;
   tag: string | null;
   memoryStats: Record<string, number> | null;
+  /** The device's total memory (`device_total_bytes`, from torch.cuda.mem_get_info()[1]); null when absent. */
+  deviceTotalBytes?: number | null;
 }

@@ -10,6 +10,8 @@ export interface SiteShare {
   category: number;
   bytes: number;
   count: number;
+  /** The forward stack (forward_frames) of these allocations; absent when they have none. */
+  forward?: number;
 }
 
 export interface Composition {
@@ -32,7 +34,9 @@ export function compositionAt(r: Replay, i: EventIndex, top = Number.POSITIVE_IN
   const A = r.allocations;
   const byCategory = new Float64Array(r.categoryCount);
   const countByCategory = new Int32Array(r.categoryCount);
-  const bySite = new Map<number, SiteShare>();
+  const bySite = new Map<number | string, SiteShare>();
+  // forward_frames split a site's row by the forward stack that made it (only files that carry them)
+  const fwd = r.trace?.forwardStack;
   let total = 0;
   let beforeTraceCount = 0;
   let beforeTraceBytes = 0;
@@ -49,9 +53,15 @@ export function compositionAt(r: Replay, i: EventIndex, top = Number.POSITIVE_IN
       beforeTraceBytes += size;
     }
     const site = A.site[k];
-    const key = site * 256 + c;
+    const e = A.allocEvent[k];
+    const forward = fwd && e >= 0 ? fwd[e] : 0;
+    const key = forward ? `${site}:${c}:${forward}` : site * 256 + c;
     let s = bySite.get(key);
-    if (!s) bySite.set(key, (s = { site, category: c, bytes: 0, count: 0 }));
+    if (!s) {
+      s = { site, category: c, bytes: 0, count: 0 };
+      if (forward) s.forward = forward;
+      bySite.set(key, s);
+    }
     s.bytes += size;
     s.count++;
   }

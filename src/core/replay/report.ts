@@ -2,7 +2,9 @@
 // and the totals at one event (`peakscope report FILE --at EVENT --json`).
 
 import type { CountersSidecar, SnapshotModel } from "../model/types";
+import { annotationsByAllocation } from "../tree/group-by";
 import { exactBytesShort } from "../units";
+import { deviceTotalFor, outsideAllocatorBytes, outsideSentence } from "./outside";
 import { compositionAt, type SiteShare } from "./peak";
 import { prepareReplay } from "./prepare";
 import { fragmentationAt, liveAllocationsAt, oomSummaries, stateAt } from "./state";
@@ -40,6 +42,8 @@ export interface ReplayInputs {
   categoryNames: string[];
   /** Call-site keys in id order. */
   siteKeys: string[];
+  /** Per stack: its call-site id (attribution's stackSite), to name forward stacks' sites. */
+  stackSite?: Int32Array;
 }
 
 export interface ReplayReportOptions {
@@ -47,12 +51,26 @@ export interface ReplayReportOptions {
   replays?: Map<number, Replay>;
   /** How many call sites to list before "(other call sites)". Default 10. */
   topCallSites?: number;
+  /** The device's total memory (`--device-total`); else the counters' device_total_bytes. */
+  deviceTotalBytes?: number | null;
+}
+
+export interface AnnotatedAllocation {
+  device: number;
+  /** The allocation's alloc event (-1: before the trace). */
+  allocEvent: number;
+  address: number;
+  sizeBytes: number;
+  site: string;
+  notes: string[];
 }
 
 export interface CallSiteBytes {
   site: string;
   category: string;
   bytes: number;
+  /** The forward line (innermost own code of forward_frames) that made these backward allocations. */
+  forwardSite?: string;
 }
 
 export interface PeakReport {
@@ -99,8 +117,20 @@ export interface ReplayReport {
       peakEventIndex: EventIndex | null;
       snapshotAllocatedBytes: number;
     }[];
+    /** Allocations carrying annotate notes (`_annotate_tensor`), with their notes; absent when none. */
+    annotated?: AnnotatedAllocation[];
     /** "asked for X, Y free in cached segments, largest free block Z" per oom entry. */
-    oom: { device: number; eventIndex: EventIndex; message: string }[];
+    oom: {
+      device: number;
+      eventIndex: EventIndex;
+      message: string;
+      /** What the device reported free (cudaMemGetInfo), or null when the entry has none. */
+      deviceFreeBytes: number | null;
+      /** The request that failed (the entry's size: the rounded request). */
+      requestBytes: number;
+      /** Device total − device free − reserved at the OOM; null when the total is unknown. */
+      outsideAllocatorBytes: number | null;
+    }[];
     unknownActions: { device: number; action: string; count: number }[];
   };
   traceReplay: CheckResult;
@@ -173,11 +203,15 @@ function categoriesRecord(inputs: ReplayInputs, byCategory: Float64Array): Recor
 }
 
 function sitesList(inputs: ReplayInputs, sites: SiteShare[]): CallSiteBytes[] {
-  return sites.map((s) => ({
-    site: siteName(inputs, s.site),
-    category: s.site === -2 ? "(mixed)" : catName(inputs, s.category),
-    bytes: s.bytes,
-  }));
+  return sites.map((s) => {
+    const row: CallSiteBytes = {
+      site: siteName(inputs, s.site),
+      category: s.site === -2 ? "(mixed)" : catName(inputs, s.category),
+      bytes: s.bytes,
+    };
+    if (s.forward && inputs.stackSite) row.forwardSite = siteName(inputs, inputs.stackSite[s.forward]);
+    return row;
+  });
 }
 
 function snapshotAllocated(model: SnapshotModel, device: number): number {
@@ -336,14 +370,35 @@ export function replayReport(
   let hasTime = list.length > 0;
   const oomList: ReplayReport["timeline"]["oom"] = [];
   const unknownActions: ReplayReport["timeline"]["unknownActions"] = [];
+  const annotated: AnnotatedAllocation[] = [];
   for (const r of list) {
     events += r.length;
     hasTime &&= r.hasTime;
     snapshot += r.markers.snapshot.length;
     oom += r.markers.oom.length;
     annotations += r.markers.annotations.length;
+    const total = deviceTotalFor(r.device, counters, opts.deviceTotalBytes);
     for (const o of oomSummaries(r))
-      oomList.push({ device: r.device, eventIndex: o.eventIndex, message: o.message });
+      oomList.push({
+        device: r.device,
+        eventIndex: o.eventIndex,
+        message: o.message + outsideSentence(total, o.deviceFreeBytes, o.reservedBytes),
+        deviceFreeBytes: o.deviceFreeBytes,
+        requestBytes: o.requestedBytes,
+        outsideAllocatorBytes: outsideAllocatorBytes(total, o.deviceFreeBytes, o.reservedBytes),
+      });
+    for (const [k, notes] of annotationsByAllocation(model, r)) {
+      if (annotated.length >= 500) break;
+      const A = r.allocations;
+      annotated.push({
+        device: r.device,
+        allocEvent: A.allocEvent[k],
+        address: A.address[k],
+        sizeBytes: A.sizeBytes[k],
+        site: siteName(inputs, A.site[k]),
+        notes,
+      });
+    }
     for (const u of r.markers.unknownActions)
       unknownActions.push({ device: r.device, action: u.action, count: u.count });
   }
@@ -366,6 +421,7 @@ export function replayReport(
         snapshotAllocatedBytes: r.end.snapshotAllocatedBytes,
       })),
       oom: oomList,
+      ...(annotated.length > 0 ? { annotated } : {}),
       unknownActions,
     },
     traceReplay: combineTraceReplayChecks(list),

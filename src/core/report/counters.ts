@@ -1,6 +1,7 @@
 // The counters sidecar (`<dump>.counters.json`): the process-side allocator counters read beside the dump,
 // which a snapshot does not carry. Keys: memory_allocated, memory_reserved, max_memory_allocated,
-// max_memory_reserved (bytes), memory_stats (torch.cuda.memory_stats()), device, tag.
+// max_memory_reserved (bytes), memory_stats (torch.cuda.memory_stats()), device, tag, device_total_bytes
+// (the device's total memory: with an oom entry's device_free it gives the memory outside the allocator).
 
 import type { CountersSidecar } from "../model/types";
 
@@ -86,5 +87,6 @@ export function parseCounters(text: string, name = "counters sidecar"): Counters
     device: deviceIndex(obj.device, name),
     tag: typeof tag === "string" ? tag : tag === undefined || tag === null ? null : String(tag),
     memoryStats,
+    deviceTotalBytes: byteCount(obj, "device_total_bytes", name),
   };
 }

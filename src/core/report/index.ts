@@ -5,6 +5,8 @@ import { type Attribution, attribute, UNKNOWN_REASONS } from "../attribution";
 import { CATEGORY_NAMES } from "../attribution/rules";
 import { type CheckResult, type PeakInfo, runChecks } from "../checks";
 import { compareSnapshots, type SiteDelta, type UnknownMatch } from "../compare";
+import { type HostJson, hostSummary } from "../host";
+import { shapeNotes } from "../model/shape-notes";
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
 import {
   type PeakReport,
@@ -64,6 +66,8 @@ export interface CallSiteJson {
   library?: string;
   /** …and the innermost meaningful library frame under it (e.g. vLLM's `_allocate_kv_cache`). */
   libraryInnermost?: string;
+  /** Backward allocations: the forward line (innermost own code of forward_frames) that caused them. */
+  forwardSite?: string;
 }
 
 export interface CompareJson {
@@ -117,6 +121,8 @@ export interface ReportJson {
   /** Why some blocks have no stack (most likely first), when some do. */
   noStackReasons: string[];
   notes: string[];
+  /** Pinned host memory (its own lane, not in any device's totals); null when the file has none. */
+  host: HostJson | null;
 }
 
 export interface ReportOptions {
@@ -136,6 +142,8 @@ export interface ReportOptions {
   attribution?: Attribution;
   otherAttribution?: Attribution;
   topSites?: number;
+  /** The device's total memory (`--device-total`), for the memory outside the allocator at an OOM. */
+  deviceTotalBytes?: number | null;
 }
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
@@ -178,7 +186,9 @@ export function topCallSites(model: SnapshotModel, a: Attribution, limit = 20): 
     const rule = a.blockRule[b];
     // Sites that differ only in stack depth fold into one row; an inferred row stays apart from a stack's.
     const inferred = a.rules[rule].inferred;
-    const k = `${site.key}\u0000${cat}\u0000${inferred ? 1 : 0}`;
+    const fs = model.blocks.forwardStack?.[b] ?? 0;
+    const forwardSite = fs ? a.sites[a.stackSite[fs]].key : "";
+    const k = `${site.key}\u0000${cat}\u0000${inferred ? 1 : 0}\u0000${forwardSite}`;
     let r = rows.get(k);
     if (!r) {
       r = {
@@ -192,6 +202,7 @@ export function topCallSites(model: SnapshotModel, a: Attribution, limit = 20): 
         libs: new Map(),
       };
       if (inferred) r.inferred = true;
+      if (forwardSite) r.forwardSite = forwardSite;
       rows.set(k, r);
     }
     const size = model.blocks.sizeBytes[b];
@@ -255,7 +266,7 @@ function notesFor(
   counters: CountersSidecar | null | undefined,
   overall: DeviceTotals,
 ): string[] {
-  const notes = [...model.source.notes];
+  const notes = [...model.source.notes, ...shapeNotes(model)];
   const stats = counters?.memoryStats;
   if (stats) {
     const retries = stats.num_alloc_retries ?? 0;
@@ -298,6 +309,7 @@ export function replayInputs(a: Attribution): ReplayInputs {
     traceRuleInferred: Uint8Array.from(a.rules, (r) => (r.id === "profiler-span" ? 1 : 0)),
     categoryNames: [...a.categoryNames],
     siteKeys: a.sites.map((s) => s.key),
+    stackSite: a.stackSite,
   };
 }
 
@@ -346,7 +358,11 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
   const replay =
     opts.replay === false
       ? null
-      : (opts.replay ?? replayReport(model, replayInputs(a), counters, replays ? { replays } : {}));
+      : (opts.replay ??
+        replayReport(model, replayInputs(a), counters, {
+          ...(replays ? { replays } : {}),
+          deviceTotalBytes: opts.deviceTotalBytes,
+        }));
   const summary = replay && replays ? summaryWords(model, a, replays, replay.peak) : null;
   // snapshot-vs-peak: the sidecar's max_memory_allocated when there is one (runChecks prefers it),
   // else the peak of the replayed trace.
@@ -420,6 +436,7 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     counters: counters ? { device: counters.device, tag: counters.tag } : null,
     noStackReasons: noStackBytes > 0 ? a.noStackReasons : [],
     notes: notesFor(model, counters, o),
+    host: hostSummary(model, a),
   };
 }
 

@@ -3,6 +3,7 @@
 
 import { CATEGORY_NAMES } from "../attribution/rules";
 import { formatBytes, formatDeltaMiB, formatMiB } from "./format";
+import { annotatedTextLines, hostTextLines } from "./host-text";
 import type { ReportJson } from "./index";
 
 const STATUS = { pass: "PASS", fail: "FAIL", skipped: "SKIP" } as const;
@@ -42,6 +43,8 @@ export function renderReportText(r: ReportJson): string {
       );
     }
   }
+
+  out.push(...hostTextLines(r), ...annotatedTextLines(r));
 
   out.push("", "categories (active_allocated blocks; they add up to allocated)");
   for (const name of CATEGORY_NAMES) {

@@ -106,6 +106,8 @@ export interface CallTree {
   at: "snapshot" | "peak" | "event";
   orientation: TreeOrientation;
   by: "stack" | "module";
+  /** Set when the tree is grouped by forward line or by metadata (group-by.ts): "forward", "metadata[:KEY]". */
+  groupBy?: string;
   /** The range measured (opts.range, clamped to the trace); then `event` is its `to`, `at` "event", and
    * totalBytes the measure's bytes. */
   range?: CallTreeRange;

@@ -3,6 +3,7 @@
 
 import { isPythonFile, pathTail, slashPath } from "../attribution/frames";
 import { Action, type CountersSidecar, EMPTY_STACK } from "../model/types";
+import { deviceTotalFor, outsideAllocatorBytes } from "../replay/outside";
 import { roundRequest } from "../replay/rounding";
 import type { Replay } from "../replay/types";
 import { formatMiB as formatBytes } from "../report/format";
@@ -41,10 +42,29 @@ export function deviceCapacity(
   explicitBytes?: number | null,
   /** How the explicit figure was read (units.ts parseCapacity's note: "40 GB" read as GiB). */
   explicitNote?: string | null,
+  deviceTotalBytes?: number | null,
 ): Capacity | null {
   if (explicitBytes !== undefined && explicitBytes !== null && Number.isFinite(explicitBytes)) {
     const detail = `given: ${formatBytes(explicitBytes)}${explicitNote ? `; ${explicitNote}` : ""}`;
     return { bytes: explicitBytes, source: "option", detail };
+  }
+  // The device's total known (--device-total, or the sidecar's device_total_bytes): what the caching
+  // allocator could have had is the total less what was held outside it (at the OOM when there is one).
+  const total = deviceTotalFor(r.device, counters, deviceTotalBytes);
+  if (total !== null) {
+    const o = oomNeeds(r).find((x) => Number.isFinite(x.deviceFreeBytes));
+    const reservedAt = o ? (o.eventIndex >= 0 ? r.reserved[o.eventIndex] : r.initial.reservedBytes) : 0;
+    const outside = o ? outsideAllocatorBytes(total, o.deviceFreeBytes, reservedAt) : null;
+    if (o && outside !== null) {
+      return {
+        bytes: total - outside,
+        source: "oom",
+        detail:
+          `device total ${formatBytes(total)} − ${formatBytes(outside)} held outside the caching allocator at the ` +
+          `OOM at event ${o.eventIndex} (total − ${formatBytes(o.deviceFreeBytes)} free − ${formatBytes(reservedAt)} reserved)`,
+      };
+    }
+    return { bytes: total, source: "counters", detail: `device total ${formatBytes(total)}` };
   }
   const stats = counters?.memoryStats;
   if (

@@ -16,6 +16,7 @@ import { useSide } from "../../state/store";
 import "./call-tree.css";
 import type { TreeRangeLink } from "../../state/treeLink";
 import { fileStem, saveBlob, saveText } from "./download";
+import { GroupModeButtons } from "./GroupModes";
 import { drawIcicle, ICICLE_ROW, Icicle, icicleLayout, icicleSvg } from "./Icicle";
 import { indexTree, momentTag, momentWords, type NodeIndex, pathTo } from "./model";
 import { layoutOf, type Pinned, PinnedNode } from "./PinnedNode";
@@ -54,6 +55,7 @@ export function CallTreeView() {
   const event = replay ? pinnedEvent : null;
   const orientation = useCallTree((t) => t.orientation);
   const by = useCallTree((t) => t.by);
+  const groupBy = useCallTree((t) => t.groupBy);
   const ownCodeOnly = useCallTree((t) => t.ownCodeOnly);
   const hideLibrary = useCallTree((t) => t.hideLibrary);
   const search = useCallTree((t) => t.search);
@@ -62,8 +64,8 @@ export function CallTreeView() {
   const setFilters = useCallTree((t) => t.set);
 
   const query: TreeQuery = useMemo(
-    () => ({ device, event, orientation, by, ownCodeOnly, hideLibrary, search, groups, range }),
-    [device, event, orientation, by, ownCodeOnly, hideLibrary, search, groups, range],
+    () => ({ device, event, orientation, by, groupBy, ownCodeOnly, hideLibrary, search, groups, range }),
+    [device, event, orientation, by, groupBy, ownCodeOnly, hideLibrary, search, groups, range],
   );
   const key = panel ? JSON.stringify(query) : null;
   const run = useCallback((q: TreeQuery) => ask((api) => api.tree(q)), [ask]);
@@ -295,20 +297,21 @@ export function CallTreeView() {
         <span className="group">
           <button
             type="button"
-            aria-pressed={by === "stack"}
-            onClick={() => setFilters({ by: "stack" })}
+            aria-pressed={by === "stack" && !groupBy}
+            onClick={() => setFilters({ by: "stack", groupBy: "" })}
             title="Every meaningful frame"
           >
             By stack
           </button>
           <button
             type="button"
-            aria-pressed={by === "module"}
-            onClick={() => setFilters({ by: "module" })}
+            aria-pressed={by === "module" && !groupBy}
+            onClick={() => setFilters({ by: "module", groupBy: "" })}
             title="Only forward/backward frames: the module nesting"
           >
             By module
           </button>
+          <GroupModeButtons modes={answer?.groupModes} groupBy={groupBy} />
         </span>
       </div>
       <div className="toolbar">

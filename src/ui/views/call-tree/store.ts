@@ -8,6 +8,8 @@ import type { TreeGroup, TreeLink, TreeRangeLink } from "../../state/treeLink";
 export interface TreeFilters {
   orientation: "top-down" | "bottom-up";
   by: "stack" | "module";
+  /** "" (none), "forward" or "metadata[:KEY]": a grouped tree instead (not kept in the link). */
+  groupBy: string;
   ownCodeOnly: boolean;
   hideLibrary: boolean;
   /** Text or /regex/flags; "" for none. */
@@ -21,6 +23,7 @@ export interface TreeFilters {
 export const DEFAULT_FILTERS: TreeFilters = {
   orientation: "top-down",
   by: "stack",
+  groupBy: "",
   ownCodeOnly: false,
   hideLibrary: false,
   search: "",

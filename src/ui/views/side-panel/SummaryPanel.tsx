@@ -4,6 +4,7 @@ import { Bytes } from "../../components/Bytes";
 import { SourceKind } from "../../components/SourceKind";
 import { formatCount } from "../../format";
 import { useSide, useSideKey } from "../../state/store";
+import { HostSummaryRow } from "../host/HostLane";
 
 export function SummaryPanel() {
   const summary = useSide()((s) => s.summary);
@@ -116,6 +117,7 @@ export function SummaryPanel() {
               </td>
             </tr>
           ))}
+          <HostSummaryRow />
           {s.devices.length === 0 && (
             <tr>
               <td colSpan={8}>

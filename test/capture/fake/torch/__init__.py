@@ -245,6 +245,9 @@ cuda.memory_reserved = _counter("memory_reserved", _fake.reserved)
 cuda.max_memory_allocated = _counter("max_memory_allocated", lambda d: _fake.peak_allocated[d])
 cuda.max_memory_reserved = _counter("max_memory_reserved", lambda d: _fake.peak_reserved[d])
 cuda.memory_stats = _counter("memory_stats", _fake.stats)
+DEVICE_TOTAL = 80 << 30  # the fake device's total memory (mem_get_info()[1])
+OUTSIDE = 1 << 30  # what the fake's CUDA context and NCCL hold outside the caching allocator
+cuda.mem_get_info = _counter("mem_get_info", lambda d: (DEVICE_TOTAL - OUTSIDE - _fake.reserved(d), DEVICE_TOTAL))
 
 
 def _start_history(stacks, max_entries):

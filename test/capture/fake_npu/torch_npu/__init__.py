@@ -44,6 +44,9 @@ npu.memory_reserved = _counter("memory_reserved", _fake.reserved)
 npu.max_memory_allocated = _counter("max_memory_allocated", lambda d: _fake.peak_allocated[d])
 npu.max_memory_reserved = _counter("max_memory_reserved", lambda d: _fake.peak_reserved[d])
 npu.memory_stats = _counter("memory_stats", _fake.stats)
+npu.mem_get_info = _counter(
+    "mem_get_info", lambda d: (torch.DEVICE_TOTAL - torch.OUTSIDE - _fake.reserved(d), torch.DEVICE_TOTAL)
+)
 
 
 def _record_memory_history(enabled="all", context="all", stacks="all", max_entries=sys.maxsize, device=None):
