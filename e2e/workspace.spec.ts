@@ -107,7 +107,8 @@ test.describe("workspace", () => {
       expect(box && box.y + box.height, f).toBeLessThanOrEqual(900);
       if (py.events > 0) {
         const peak = Number(await peakEl.getAttribute("data-value"));
-        expect(Math.abs(peak - py.peakBytes), f).toBeLessThanOrEqual(Math.max(4096, py.peakBytes * 0.001));
+        // Rounded block bytes against the trace's requested sizes: within 2 % (the late file above: 0.1 %).
+        expect(Math.abs(peak - py.peakBytes), f).toBeLessThanOrEqual(Math.max(4096, py.peakBytes * 0.02));
         // At the peak when the snapshot is more than 2 % below it (Python's figures decide).
         const expected = py.snapshotBytes < py.peakBytes * 0.97 ? "peak" : null;
         if (expected) await atMoment(page, expected);
@@ -214,13 +215,17 @@ test.describe("workspace", () => {
 
     await page.locator("body").click({ position: { x: 5, y: 5 } });
     let reached = false;
-    for (let i = 0; i < 60 && !reached; i++) {
+    const seen: string[] = [];
+    for (let i = 0; i < 80 && !reached; i++) {
       await page.keyboard.press("Tab");
-      reached = await page.evaluate(
-        () => document.activeElement?.getAttribute("data-testid") === "timeline-focus",
-      );
+      const at = await page.evaluate(() => {
+        const a = document.activeElement;
+        return a ? `${a.tagName}:${a.getAttribute("data-testid") ?? a.textContent?.slice(0, 20)}` : "";
+      });
+      seen.push(at);
+      reached = at === "DIV:timeline-focus";
     }
-    expect(reached).toBe(true);
+    expect(reached, seen.join(" | ")).toBe(true);
     await atMoment(page, "peak");
     await page.keyboard.press("ArrowLeft");
     await atMoment(page, `event:${py.peakEvent - 1}`);
@@ -232,7 +237,10 @@ test.describe("workspace", () => {
     await expect(page.getByRole("tab", { name: "Segments" })).toHaveAttribute("aria-selected", "true");
   });
 
-  test("axe-core: no serious or critical violations on any tab", async ({ page }) => {
+  test("axe-core: no serious or critical violations on any tab", async ({ browser }) => {
+    // The built page's CSP (Trusted Types) refuses injected scripts: axe runs in a context without it.
+    const context = await browser.newContext({ bypassCSP: true, baseURL: test.info().project.use.baseURL });
+    const page = await context.newPage();
     await open(page, real(LATE));
     for (const name of TAB_NAMES) {
       await page.getByRole("tab", { name, exact: true }).click();
@@ -254,6 +262,7 @@ test.describe("workspace", () => {
       });
       expect(violations, name).toEqual([]);
     }
+    await context.close();
   });
 });
 

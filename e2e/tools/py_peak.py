@@ -7,6 +7,8 @@ import pickle
 import sys
 
 s = pickle.load(open(sys.argv[1], "rb"))
+if isinstance(s, list):  # the oldest layout: the segment list alone, no trace
+    s = {"segments": s}
 traces = s.get("device_traces") or []
 dev = next((i for i, t in enumerate(traces) if t), 0)
 end = 0

@@ -404,6 +404,8 @@ export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) 
         className="canvas-box"
         style={{ height: HEIGHT }}
         role="group"
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a keyboard-operated plot, its keys in the label
+        tabIndex={0}
         aria-label="Timeline: ←/→ step the moment (Shift: 100 events), +/− zoom, 0 reset zoom, Esc unpin"
         data-testid="timeline-focus"
       >
