@@ -76,12 +76,12 @@ test.describe("segment map", () => {
 
   test("jump to OOM: the map is at the trace's OOM entry", async ({ page }) => {
     const file = "Nesta-gitU__discrete_diffusion__memory_snapshot.json";
-    // The OOM entry's index in the device's trace, by Python's json module.
+    // The OOM entry's index in the device's trace, by Python's unpickler (the ".json" file is a pickle).
     const py = spawnSync(
       "python3",
       [
         "-c",
-        'import json,sys; s=json.load(open(sys.argv[1])); t=next(t for t in s["device_traces"] if t); print([i for i,e in enumerate(t) if e["action"]=="oom"][0])',
+        'import pickle,sys; s=pickle.load(open(sys.argv[1],"rb")); t=next(t for t in s["device_traces"] if t); print([i for i,e in enumerate(t) if e["action"]=="oom"][0])',
         real(file),
       ],
       { encoding: "utf8" },
