@@ -20,7 +20,8 @@ export interface WorkspaceTab {
 
 export const TABS: WorkspaceTab[] = [
   { id: "summary", name: "Summary", render: () => <SummaryPane /> },
-  { id: "call-tree", name: "Call tree", render: (d) => <CallTreeView key={d} show="outline" /> },
+  // The outline with the icicle below it (as before); Flame gives the icicle the whole pane.
+  { id: "call-tree", name: "Call tree", render: (d) => <CallTreeView key={d} show="both" /> },
   { id: "flame", name: "Flame", render: (d) => <CallTreeView key={d} show="flame" /> },
   { id: "segments", name: "Segments", render: (d) => <SegmentMap key={d} /> },
   { id: "whatif", name: "What if", render: () => <WhatIfPanel /> },
