@@ -279,7 +279,8 @@ export const useApp = create<AppState>()((set, get) => {
     compare: null,
     compareStatus: "idle",
     compareError: null,
-    linked: true,
+    // Each file on its own time axis by default (issue 21): one short run must not fill 10 % of its chart.
+    linked: false,
     align: "snapshot",
     cursor: null,
     scales: { yTop: [0, 0], mapBytesPerPx: [0, 0] },
