@@ -184,10 +184,12 @@ test.describe("call tree", () => {
     const expected = cli(["whatif", real(FILE), "--remove", `frame:${frameText}`, "--json"]);
     expect(expected.code, expected.stderr).toBe(0);
     await pinned.getByTestId("tree-pinned-whatif").getByRole("button", { name: "gone" }).click();
+    await showTab(page, "What if");
     await expect(page.getByTestId("whatif-chosen").first()).toHaveAttribute(
       "data-peak",
       String(expected.json.peakBytes),
     );
+    await showTab(page, "Call tree");
 
     // Bottom-up: the allocation sites first, still the same total.
     await tree.getByRole("button", { name: "Bottom-up" }).click();
@@ -236,7 +238,8 @@ test.describe("call tree", () => {
       "data-match",
       "1",
     );
-    // The segment map outlines the matching blocks: their bytes are the same.
+    // The segment map (its tab) outlines the matching blocks: their bytes are the same.
+    await showTab(page, "Segments");
     const mapLegend = page.getByTestId("map-search-legend");
     await expect(mapLegend).toHaveAttribute("data-bytes", String(py.optimizerMatch));
     // The timeline: a line of the matching bytes over time, named in its legend.
@@ -259,6 +262,8 @@ test.describe("call tree", () => {
       if (await page.getByTestId("block-detail").getByTestId("copy-stack").isVisible()) break;
     }
     await expect(page.getByTestId("block-detail").getByTestId("copy-stack")).toBeVisible();
+    await page.getByTestId("segment-map").screenshot({ path: `${SHOTS}/tree-search-map.png` });
+    await showTab(page, "Call tree");
     // The filters travel in the share link.
     await tree.getByLabel("hide library").check();
     await waitIdle(page);
@@ -268,7 +273,6 @@ test.describe("call tree", () => {
     await shot(page, "search");
     await shot(page, "search-tree", tree);
     await page.getByTestId("timeline").screenshot({ path: `${SHOTS}/tree-search-timeline.png` });
-    await page.getByTestId("segment-map").screenshot({ path: `${SHOTS}/tree-search-map.png` });
 
     // A bad /regex/ says so and keeps the tree.
     await box.fill("/optimizer(/");
