@@ -242,6 +242,7 @@ test.describe("call tree", () => {
     await showTab(page, "Segments");
     const mapLegend = page.getByTestId("map-search-legend");
     await expect(mapLegend).toHaveAttribute("data-bytes", String(py.optimizerMatch));
+    await showTab(page, "Call tree");
     // The timeline: a line of the matching bytes over time, named in its legend.
     await expect(page.getByTestId("tree-search-layer")).toBeVisible();
     await expect(page.getByTestId("tree-search-legend")).toContainText("optimizer.py");
@@ -254,6 +255,7 @@ test.describe("call tree", () => {
     await page.getByTestId("mode-stacked").click();
     await waitIdle(page);
     // A map block clicked keeps its stack below the map, with Copy.
+    await showTab(page, "Segments");
     const map = page.getByTestId("segment-map-canvas");
     for (let x = 8; x < 400; x += 12) {
       await map.click({ position: { x, y: 15 } });
