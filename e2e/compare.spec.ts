@@ -230,6 +230,9 @@ test.describe("compare", () => {
     // Both have _snapshot() markers: the axes meet at each file's first one; "each trace's start" on demand.
     const [startA, snapA] = times(A);
     const [startB, snapB] = times(B);
+    // Alignment belongs to the shared axis (each file has its own by default).
+    await page.getByTestId("link-toggle").check();
+    await waitIdle(page);
     const anchor = async (col: Locator) =>
       Number(await col.getByTestId("timeline").getAttribute("data-anchor"));
     expect(await anchor(a)).toBe(snapA);

@@ -440,7 +440,8 @@ export const useApp = create<AppState>()((set, get) => {
 
     setLinked(linked) {
       set({ linked });
-      if (linked) alignViews(get().base);
+      // Turning the shared axis on shows both traces on it, whole.
+      if (linked) alignViews(get().base, true);
     },
     setAlign(align) {
       set({ align });
