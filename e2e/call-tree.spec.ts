@@ -11,7 +11,7 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
 import { expect, type Page, test } from "@playwright/test";
-import { cli, dropFile, dropFiles, real, waitIdle, watchConsole } from "./helpers";
+import { cli, dropFile, dropFiles, real, showTab, waitIdle, watchConsole } from "./helpers";
 
 const FILE = "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle";
 const SHOTS = "/tmp/shots";
@@ -90,10 +90,19 @@ async function shot(page: Page, name: string, target?: ReturnType<Page["locator"
   });
 }
 
+/** The workspace's Call tree tab at the snapshot (a late-recorded file opens at its peak). */
+async function toCallTree(page: Page) {
+  await showTab(page, "Call tree");
+  await page.getByTestId("moment-snapshot").click();
+  await expect(page.locator("body")).toHaveAttribute("data-moment", "snapshot");
+  await waitIdle(page);
+}
+
 async function openFile(page: Page) {
   await page.goto("./");
   await dropFile(page, real(FILE));
   await waitIdle(page);
+  await toCallTree(page);
   const tree = page.getByRole("region", { name: "Call tree", exact: true });
   await expect(tree).toBeVisible();
   await expect(tree).toHaveAttribute("data-state", "ready");
@@ -175,10 +184,12 @@ test.describe("call tree", () => {
     const expected = cli(["whatif", real(FILE), "--remove", `frame:${frameText}`, "--json"]);
     expect(expected.code, expected.stderr).toBe(0);
     await pinned.getByTestId("tree-pinned-whatif").getByRole("button", { name: "gone" }).click();
+    await showTab(page, "What if");
     await expect(page.getByTestId("whatif-chosen").first()).toHaveAttribute(
       "data-peak",
       String(expected.json.peakBytes),
     );
+    await showTab(page, "Call tree");
 
     // Bottom-up: the allocation sites first, still the same total.
     await tree.getByRole("button", { name: "Bottom-up" }).click();
@@ -227,9 +238,11 @@ test.describe("call tree", () => {
       "data-match",
       "1",
     );
-    // The segment map outlines the matching blocks: their bytes are the same.
+    // The segment map (its tab) outlines the matching blocks: their bytes are the same.
+    await showTab(page, "Segments");
     const mapLegend = page.getByTestId("map-search-legend");
     await expect(mapLegend).toHaveAttribute("data-bytes", String(py.optimizerMatch));
+    await showTab(page, "Call tree");
     // The timeline: a line of the matching bytes over time, named in its legend.
     await expect(page.getByTestId("tree-search-layer")).toBeVisible();
     await expect(page.getByTestId("tree-search-legend")).toContainText("optimizer.py");
@@ -242,6 +255,7 @@ test.describe("call tree", () => {
     await page.getByTestId("mode-stacked").click();
     await waitIdle(page);
     // A map block clicked keeps its stack below the map, with Copy.
+    await showTab(page, "Segments");
     const map = page.getByTestId("segment-map-canvas");
     for (let x = 8; x < 400; x += 12) {
       await map.click({ position: { x, y: 15 } });
@@ -250,6 +264,8 @@ test.describe("call tree", () => {
       if (await page.getByTestId("block-detail").getByTestId("copy-stack").isVisible()) break;
     }
     await expect(page.getByTestId("block-detail").getByTestId("copy-stack")).toBeVisible();
+    await page.getByTestId("segment-map").screenshot({ path: `${SHOTS}/tree-search-map.png` });
+    await showTab(page, "Call tree");
     // The filters travel in the share link.
     await tree.getByLabel("hide library").check();
     await waitIdle(page);
@@ -259,7 +275,6 @@ test.describe("call tree", () => {
     await shot(page, "search");
     await shot(page, "search-tree", tree);
     await page.getByTestId("timeline").screenshot({ path: `${SHOTS}/tree-search-timeline.png` });
-    await page.getByTestId("segment-map").screenshot({ path: `${SHOTS}/tree-search-map.png` });
 
     // A bad /regex/ says so and keeps the tree.
     await box.fill("/optimizer(/");
@@ -277,6 +292,7 @@ test.describe("call tree", () => {
     await page.goto(`./${hash}`);
     await dropFile(page, real(FILE));
     await waitIdle(page);
+    await toCallTree(page);
     await expect(page.getByRole("searchbox", { name: "Search frames" })).toHaveValue("optimizer.py");
     await expect(
       page.getByRole("region", { name: "Call tree", exact: true }).getByLabel("hide library"),
@@ -329,6 +345,7 @@ test.describe("call tree", () => {
     await page.goto(`./${hash}`);
     await dropFile(page, real(FILE));
     await waitIdle(page);
+    await toCallTree(page);
     const tree2 = page.getByRole("region", { name: "Call tree", exact: true });
     await expect(tree2.getByTestId("tree-group")).toHaveCount(1);
     await expect(tree2.getByTestId("tree-group")).toHaveAttribute("data-name", "Optimizer");
@@ -344,6 +361,7 @@ test.describe("call tree", () => {
     await page.goto("./#v=1&tg=Broken:attn(");
     await dropFile(page, real(FILE));
     await waitIdle(page);
+    await toCallTree(page);
     const tree3 = page.getByRole("region", { name: "Call tree", exact: true });
     await expect(tree3.getByTestId("tree-group-error")).toContainText("Broken");
     await expect(tree3).toHaveAttribute("data-total", String(c.json.totalBytes));
@@ -388,6 +406,7 @@ test.describe("call tree", () => {
     await page.goto(`./${hash}`);
     await dropFile(page, real(FILE));
     await waitIdle(page);
+    await toCallTree(page);
     const tree2 = page.getByRole("region", { name: "Call tree", exact: true });
     await expect(tree2.getByTestId("tree-range-facts")).toHaveAttribute("data-measure", "live-at-end");
     await expect(tree2).toHaveAttribute("data-total", String(live.json.totalBytes));
@@ -403,6 +422,7 @@ test.describe("call tree", () => {
     await page.goto("./");
     await dropFile(page, real(mosaic));
     await waitIdle(page);
+    await toCallTree(page);
     const tree3 = page.getByRole("region", { name: "Call tree", exact: true });
     const spans = tree3.getByTestId("tree-range").getByLabel("Range from an annotation");
     await expect(spans.locator("option", { hasText: "Annotation3 (2..1037)" })).toHaveCount(1);
@@ -515,11 +535,8 @@ test.describe("call tree", () => {
     console.log(test.info().annotations.at(-1)?.description);
     expect(m.render.length).toBeGreaterThan(0);
     expect(m.render.length).toBeLessThan(steps);
-    // Wall-clock times on a shared CPU: one render may be preempted; the typical one must be small.
-    const sorted = [...m.render].sort((x, y) => x - y);
-    expect(sorted[Math.floor(sorted.length / 2)]).toBeLessThan(25);
-    expect(m.render.filter((d) => d >= 50).length).toBeLessThanOrEqual(1);
-    expect(m.icicle.filter((d) => d >= 50).length).toBeLessThanOrEqual(1);
+    // Times are printed above, never asserted (issue 26): the behaviour checked is that moving the
+    // moment re-renders the tree without one render per step.
     const ev = Number(await tree.getAttribute("data-event"));
     const at = cli(["tree", real(FILE), "--at", String(ev), "--json"]);
     await expect(tree).toHaveAttribute("data-total", String(at.json.totalBytes));
@@ -570,6 +587,7 @@ print(json.dumps({"runs": runs, "texts": texts}))
     await page.goto("./");
     await dropFile(page, real(file));
     await waitIdle(page);
+    await toCallTree(page);
     const legend = page.getByTestId("compile-context-legend");
     await expect(legend).toHaveAttribute("data-regions", String(py.runs));
     for (const t of py.texts) await expect(legend).toContainText(t);
@@ -579,6 +597,7 @@ print(json.dumps({"runs": runs, "texts": texts}))
     await page.goto("./");
     await dropFile(page, real(FILE));
     await waitIdle(page);
+    await toCallTree(page);
     await expect(page.getByTestId("compile-context-legend")).toHaveCount(0);
     expect(errors).toEqual([]);
   });

@@ -112,3 +112,11 @@ export async function numberOf(page: Page, testId: string): Promise<number> {
   expect(v, `data-value of ${testId}`).not.toBeNull();
   return Number(v);
 }
+
+/** Opens one of the workspace's tabs (Summary, Call tree, Flame, Segments, What if, Allocator, Checks). */
+export async function showTab(page: Page, name: string): Promise<void> {
+  const tab = page.getByRole("tab", { name, exact: true });
+  await tab.click();
+  await expect(tab).toHaveAttribute("aria-selected", "true");
+  await waitIdle(page);
+}

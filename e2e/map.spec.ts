@@ -1,13 +1,23 @@
 // M4: the segment/block map at the timeline's moment. Snapshot by default; jump to the peak or the OOM;
 // arrow keys step events; hover shows a block and its stack; an empty stack explains itself.
 
+import { spawnSync } from "node:child_process";
 import { expect, type Page, test } from "@playwright/test";
-import { cli, dropFile, real, waitIdle, watchConsole } from "./helpers";
+import { cli, dropFile, ROOT, real, showTab, waitIdle, watchConsole } from "./helpers";
 
+/** Opens a file and the workspace's Segments tab. */
 async function open(page: Page, file: string) {
   await page.goto("./");
   await dropFile(page, real(file));
   await waitIdle(page);
+  await showTab(page, "Segments");
+}
+
+/** Python's own reading of the pickle (e2e/tools/py_peak.py). */
+function pyPeak(file: string): { peakEvent: number; snapshotBytes: number } {
+  const r = spawnSync("python3", [`${ROOT}/e2e/tools/py_peak.py`, real(file)], { encoding: "utf8" });
+  expect(r.status, r.stderr).toBe(0);
+  return JSON.parse(r.stdout);
 }
 
 const statBytes = async (page: Page, label: string) => {
@@ -37,13 +47,22 @@ test.describe("segment map", () => {
   });
 
   test("jump to peak shows the peak's state; arrow keys step events", async ({ page }) => {
-    await open(page, "ZidongLiu__DeComFL__memory.pickle");
+    const file = "ZidongLiu__DeComFL__memory.pickle";
+    await page.goto("./");
+    await dropFile(page, real(file));
+    await waitIdle(page);
     const peak = Number(await page.getByTestId("peak-bytes").getAttribute("data-value"));
+    await showTab(page, "Segments");
+    // Back to the snapshot first, so the jump is what moves the map.
+    await page.getByTestId("moment-snapshot").click();
+    await waitIdle(page);
+    await expect(page.getByTestId("segment-map")).toHaveAttribute("data-event", "snapshot");
     await page.getByTestId("jump-peak").click();
     await waitIdle(page);
     const map = page.getByTestId("segment-map");
     const ev = Number(await map.getAttribute("data-event"));
-    expect(ev).toBeGreaterThan(0);
+    // The peak's event as Python finds it walking the trace.
+    expect(ev).toBe(pyPeak(file).peakEvent);
     await expect(map).toContainText("(the peak)");
     expect(await statBytes(page, "allocated")).toBe(peak);
     await page.keyboard.press("ArrowLeft");
@@ -55,12 +74,25 @@ test.describe("segment map", () => {
     await expect(map).toHaveAttribute("data-event", String(ev + 1));
   });
 
-  test("jump to OOM", async ({ page }) => {
-    await open(page, "Nesta-gitU__discrete_diffusion__memory_snapshot.json");
+  test("jump to OOM: the map is at the trace's OOM entry", async ({ page }) => {
+    const file = "Nesta-gitU__discrete_diffusion__memory_snapshot.json";
+    // The OOM entry's index in the device's trace, by Python's unpickler (the ".json" file is a pickle).
+    const py = spawnSync(
+      "python3",
+      [
+        "-c",
+        'import pickle,sys; s=pickle.load(open(sys.argv[1],"rb")); t=next(t for t in s["device_traces"] if t); print([i for i,e in enumerate(t) if e["action"]=="oom"][0])',
+        real(file),
+      ],
+      { encoding: "utf8" },
+    );
+    expect(py.status, py.stderr).toBe(0);
+    const oomEvent = Number(py.stdout.trim());
+    await open(page, file);
     await page.getByTestId("jump-oom").click();
     await waitIdle(page);
     const ev = Number(await page.getByTestId("segment-map").getAttribute("data-event"));
-    expect(ev).toBeGreaterThan(0);
+    expect(ev).toBe(oomEvent);
     await expect(page.getByTestId("pinned")).toContainText(`after event #${ev.toLocaleString("en-US")}`);
   });
 

@@ -2,11 +2,14 @@
 // checks, top call sites), per device; a counters sidecar dropped with the snapshot drives the counter
 // checks exactly as `--counters` does; the peak-vs-snapshot gap is flagged beyond 2%.
 
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { expect, type Page, test } from "@playwright/test";
-import { cli, dropFile, real, waitIdle, watchConsole } from "./helpers";
+import { cli, dropFile, ROOT, real, showTab, waitIdle, watchConsole } from "./helpers";
 
+/** The workspace's Summary tab holds the numbers; its Checks tab the checks. */
 async function expectPanelEqualsReport(page: Page, report: any, device: number) {
+  await showTab(page, "Summary");
   const dev = report.devices.find((d: any) => d.device === device);
   expect(dev, `device ${device} in the report`).toBeTruthy();
   const value = async (testId: string) => Number(await page.getByTestId(testId).getAttribute("data-value"));
@@ -21,14 +24,6 @@ async function expectPanelEqualsReport(page: Page, report: any, device: number) 
     const row = page.getByTestId("categories").locator(`tr[data-category="${name}"]`);
     expect(Number(await row.getAttribute("data-value")), `category ${name}`).toBe(bytes);
   }
-  // Checks: same ids, statuses and details (the details carry both numbers); trace-replay is among them.
-  const checks = page.getByTestId("checks").locator("[data-check]");
-  await expect(checks).toHaveCount(report.checks.length);
-  for (const c of report.checks) {
-    const el = page.getByTestId("checks").locator(`[data-check="${c.id}"]`);
-    await expect(el).toHaveAttribute("data-status", c.status);
-    await expect(el.locator(".why")).toHaveText(c.detail);
-  }
   // Top call sites: same order, sites and bytes.
   const sites = page.getByTestId("call-sites").locator("button[data-site]");
   await expect(sites).toHaveCount(report.topCallSites.length);
@@ -37,6 +32,16 @@ async function expectPanelEqualsReport(page: Page, report: any, device: number) 
     await expect(sites.nth(i)).toHaveAttribute("data-site", s.site);
     expect(Number(await sites.nth(i).getAttribute("data-bytes"))).toBe(s.bytes);
   }
+  await showTab(page, "Checks");
+  // Checks: same ids, statuses and details (the details carry both numbers); trace-replay is among them.
+  const checks = page.getByTestId("checks").locator("[data-check]");
+  await expect(checks).toHaveCount(report.checks.length);
+  for (const c of report.checks) {
+    const el = page.getByTestId("checks").locator(`[data-check="${c.id}"]`);
+    await expect(el).toHaveAttribute("data-status", c.status);
+    await expect(el.locator(".why")).toHaveText(c.detail);
+  }
+  await showTab(page, "Summary");
 }
 
 test.describe("side panel", () => {
@@ -101,6 +106,7 @@ test.describe("side panel", () => {
     await page.goto("./");
     await page.getByTestId("file-input").setInputFiles([real(file), path]);
     await waitIdle(page);
+    await showTab(page, "Checks");
     await expect(page.getByTestId("checks")).toContainText(`${file}.counters.json`);
     await expectPanelEqualsReport(page, withCounters.json, dev.device);
     // Peak from the counters (max_memory_allocated), far above the snapshot: flagged.
@@ -111,7 +117,9 @@ test.describe("side panel", () => {
     expect(errors).toEqual([]);
   });
 
-  test("peak vs snapshot: the replayed peak, the gap flagged in red beyond 2%", async ({ page }) => {
+  test("peak vs snapshot: the replayed peak, the gap beyond 2% stated as information, not a red failure", async ({
+    page,
+  }) => {
     const errors = watchConsole(page);
     const file = "ZidongLiu__DeComFL__memory.pickle";
     const { json: report } = cli(["report", real(file), "--json"]);
@@ -124,12 +132,17 @@ test.describe("side panel", () => {
     expect(snap).toBe(report.devices[0].allocatedBytes);
     if (report.peak) expect(peak).toBe(report.peak.bytes ?? report.peak.allocatedBytes);
     expect(peak).toBeGreaterThan(snap);
-    const flagged = (peak - snap) / peak > 0.02;
-    await expect(gap).toHaveAttribute("data-flagged", flagged ? "1" : "0");
-    if (flagged) {
-      const color = await gap.locator(".gap-flag strong").evaluate((e) => getComputedStyle(e).color);
-      expect(color).toBe("rgb(198, 40, 40)");
-    }
+    // Python's own reading of the pickle: the snapshot is far (> 2 %) below the peak in this file.
+    const py = spawnSync("python3", [`${ROOT}/e2e/tools/py_peak.py`, real(file)], { encoding: "utf8" });
+    expect(py.status, py.stderr).toBe(0);
+    const pyFacts = JSON.parse(py.stdout);
+    expect(pyFacts.snapshotBytes).toBe(snap);
+    expect((pyFacts.peakBytes - pyFacts.snapshotBytes) / pyFacts.peakBytes).toBeGreaterThan(0.02);
+    await expect(gap).toHaveAttribute("data-flagged", "1");
+    // Information: an accent rule, the text in the foreground colour — never the danger red.
+    await expect(gap.locator(".gap-flag.info")).toHaveCount(1);
+    const color = await gap.locator(".gap-flag strong").evaluate((e) => getComputedStyle(e).color);
+    expect(color).not.toBe("rgb(198, 40, 40)");
     // The peak's composition sums to the peak; the snapshot's to the snapshot.
     const rows = gap.locator("tr[data-category]");
     let sumPeak = 0;
@@ -161,6 +174,7 @@ test.describe("side panel", () => {
     await waitIdle(page);
     await expect(first).toHaveAttribute("aria-pressed", "true");
     await expect(page.getByTestId("call-sites")).toContainText(`Highlighting ${report.topCallSites[0].site}`);
+    await showTab(page, "Segments");
     const highlighted = Number(await page.getByTestId("segment-map").getAttribute("data-highlighted"));
     expect(highlighted).toBeGreaterThanOrEqual(report.topCallSites[0].blocks);
   });

@@ -221,3 +221,36 @@ test.describe("screenshots of inferred categories", () => {
     }
   });
 });
+
+test.describe("screenshots of the workspace's panes", () => {
+  test.skip(!process.env.SHOTS, "set SHOTS=1 to take screenshots");
+
+  test("every tab, light and dark, 1440×900; docs/img/page.png", async ({ browser }) => {
+    test.setTimeout(300_000);
+    mkdirSync(DIR, { recursive: true });
+    const file = real("Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle");
+    for (const scheme of ["light", "dark"] as const) {
+      const page = await browser.newPage({ colorScheme: scheme, viewport: { width: 1440, height: 900 } });
+      const errors = watchConsole(page);
+      await page.goto("./");
+      await dropFile(page, file);
+      await waitIdle(page);
+      await expect(page.locator("body")).toHaveAttribute("data-moment", "peak");
+      const tabs = await page.getByRole("tab").allTextContents();
+      for (const name of tabs) {
+        await page.getByRole("tab", { name, exact: true }).click();
+        await waitIdle(page);
+        const stem = name.toLowerCase().replace(/\s+/g, "-");
+        await page.screenshot({ path: `${DIR}/ws-${scheme}-${stem}.png` });
+        if (scheme === "light" && name === "Summary") {
+          mkdirSync(join(ROOT, "docs/img"), { recursive: true });
+          await page.screenshot({ path: join(ROOT, "docs/img/page.png") });
+        }
+      }
+      await page.keyboard.press("?");
+      await page.screenshot({ path: `${DIR}/ws-${scheme}-shortcuts.png` });
+      expect(errors).toEqual([]);
+      await page.close();
+    }
+  });
+});

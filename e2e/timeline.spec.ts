@@ -4,7 +4,7 @@
 // rule and stack, with the full stack one click away.
 
 import { expect, type Page, test } from "@playwright/test";
-import { cli, dropFile, real, waitIdle, watchConsole } from "./helpers";
+import { cli, dropFile, real, showTab, waitIdle, watchConsole } from "./helpers";
 
 async function plotBox(page: Page) {
   const tl = page.getByTestId("timeline");
@@ -142,6 +142,11 @@ test.describe("timeline", () => {
 
   test("click pins the moment; the segment map follows it", async ({ page }) => {
     await open(page, "ZidongLiu__DeComFL__memory.pickle");
+    // The file opens at its peak (the snapshot is far below it); start from the snapshot, in Segments.
+    await expect(page.locator("body")).toHaveAttribute("data-moment", "peak");
+    await showTab(page, "Segments");
+    await page.getByTestId("moment-snapshot").click();
+    await waitIdle(page);
     const b = await plotBox(page);
     await expect(page.getByTestId("segment-map")).toHaveAttribute("data-event", "snapshot");
     await page.mouse.click(b.canvas.x + b.left + b.width * 0.5, b.canvas.y + b.top + 30);
@@ -151,6 +156,7 @@ test.describe("timeline", () => {
     await expect(page.getByTestId("pinned")).toContainText(
       `after event #${Number(ev).toLocaleString("en-US")}`,
     );
+    await expect(page.locator("body")).toHaveAttribute("data-moment", /^(peak|event:\d+)$/);
     await page.keyboard.press("Escape");
     await waitIdle(page);
     await expect(page.getByTestId("segment-map")).toHaveAttribute("data-event", "snapshot");

@@ -1,6 +1,6 @@
-// The page: a header (open, compare with, demo, device, copy link), a drop target covering the whole
-// window, notices (from links), then either one file (summary, timeline, segment map, side panel) or
-// two side by side with their difference (views/compare).
+// The page: a header (open, compare with, demo, device, copy link, shortcuts), a drop target covering the
+// whole window, notices (from links), then either one file as a workspace (views/workspace: the pinned
+// timeline, tabs, the sidebar) or two side by side with their difference (views/compare).
 
 import { useEffect } from "react";
 import { DropTarget } from "./components/DropTarget";
@@ -11,22 +11,16 @@ import { LinkPrompt } from "./components/LinkPrompt";
 import { Notices } from "./components/Notices";
 import { ProgressPanel } from "./components/ProgressPanel";
 import { SeeCapture } from "./components/SeeCapture";
+import { ShortcutsDialog } from "./components/ShortcutsDialog";
 import { useKeyboard } from "./components/useKeyboard";
 import { useApp } from "./state/app";
 import { SideContext, sides } from "./state/store";
-import { CallTreeView } from "./views/call-tree/CallTreeView";
 import { CompareView } from "./views/compare/CompareView";
-import { HealthPanel } from "./views/health/HealthPanel";
-import { HostLane } from "./views/host/HostLane";
 import { RankOverview, RanksBackBar } from "./views/ranks/RankOverview";
 import { useRanks } from "./views/ranks/store";
-import { SegmentMap } from "./views/segment-map/SegmentMap";
 import { SeriesView } from "./views/series/SeriesView";
 import { useSeries } from "./views/series/store";
-import { SidePanel } from "./views/side-panel/SidePanel";
-import { SummaryPanel } from "./views/side-panel/SummaryPanel";
-import { Annotations } from "./views/tags/Annotations";
-import { Timeline } from "./views/timeline/Timeline";
+import { Workspace } from "./views/workspace/Workspace";
 
 export function App() {
   const mode = useApp((a) => a.mode);
@@ -42,7 +36,8 @@ export function App() {
   return (
     <DropTarget>
       <Header />
-      <main className="page">
+      <ShortcutsDialog />
+      <main className={mode === "single" && !ranksShown && !seriesShown ? "page page-fixed" : "page"}>
         <Notices />
         <RanksBackBar />
         {seriesShown ? (
@@ -71,7 +66,6 @@ function SingleView() {
   const S = sides[base];
   const status = S((s) => s.status);
   const summary = S((s) => s.summary);
-  const device = S((s) => s.device);
   return (
     <SideContext.Provider value={S}>
       {status === "loading" && <ProgressPanel />}
@@ -80,34 +74,7 @@ function SingleView() {
       {summary && status !== "loading" && (
         <>
           {expecting && <LinkPrompt />}
-          <div className="workspace">
-            <div className="main-column">
-              <ErrorBoundary name="summary">
-                <SummaryPanel />
-              </ErrorBoundary>
-              <ErrorBoundary name="timeline">
-                <Timeline key={device} />
-              </ErrorBoundary>
-              <ErrorBoundary name="segment map">
-                <SegmentMap key={device} />
-              </ErrorBoundary>
-              <ErrorBoundary name="host memory">
-                <HostLane />
-              </ErrorBoundary>
-              <ErrorBoundary name="notes on allocations">
-                <Annotations />
-              </ErrorBoundary>
-              <ErrorBoundary name="call tree">
-                <CallTreeView key={device} />
-              </ErrorBoundary>
-              <ErrorBoundary name="allocator health">
-                <HealthPanel key={device} />
-              </ErrorBoundary>
-            </div>
-            <ErrorBoundary name="side panel">
-              <SidePanel />
-            </ErrorBoundary>
-          </div>
+          <Workspace />
         </>
       )}
     </SideContext.Provider>

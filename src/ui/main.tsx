@@ -3,6 +3,7 @@ import { createRoot } from "react-dom/client";
 import { App } from "./App";
 import { startLinkSync } from "./state/linkSync";
 import "./styles.css";
+import { startNavigation } from "./views/workspace/store";
 
 const root = document.getElementById("root");
 if (root) {
@@ -12,4 +13,5 @@ if (root) {
     </StrictMode>,
   );
   startLinkSync();
+  startNavigation();
 }

@@ -4,6 +4,7 @@
 import { useRef } from "react";
 import { useApp } from "../state/app";
 import { sides } from "../state/store";
+import { useWorkspace } from "../views/workspace/store";
 import { CopyLink } from "./CopyLink";
 import { SaveReport } from "./SaveReport";
 
@@ -75,7 +76,7 @@ export function Header() {
         Open demo
       </button>
       {single && fileName && (
-        <span className="file-name" data-testid="header-file">
+        <span className="file-name" data-testid="header-file" title={fileName}>
           {fileName}
         </span>
       )}
@@ -99,6 +100,15 @@ export function Header() {
       {single && devices.length === 1 && <span className="device-one">device {devices[0].device}</span>}
       <SaveReport />
       <CopyLink />
+      <button
+        type="button"
+        onClick={() => useWorkspace.getState().setShortcutsOpen(true)}
+        title="Keyboard shortcuts (?)"
+        aria-label="Keyboard shortcuts"
+        data-testid="shortcuts-button"
+      >
+        ?
+      </button>
       <span className="privacy-badge" title="Files are read in this browser tab; nothing is uploaded.">
         local only
       </span>

@@ -1,11 +1,15 @@
-// Page-wide keys: ←/→ step the pinned event (the moment the segment map shows), +/− zoom the timeline
-// around its centre, 0 resets the zoom, Esc cancels a load, clears a highlight or unpins. In a
+// Page-wide keys (listed in shortcuts.ts): ? the shortcut sheet, p / s / r the moment (peak, snapshot,
+// visible range), 1–9 the workspace's tabs, ←/→ step the pinned event (the current moment), +/− zoom the
+// timeline around its centre, 0 resets the zoom, Esc cancels a load, clears a highlight or unpins. In a
 // comparison they act on the side the pointer was last over. Keys typed into inputs are ignored.
 
 import { useEffect } from "react";
 import { useApp } from "../state/app";
+import { eventsInView, pinRange } from "../state/moment";
 import { sides } from "../state/store";
 import { resetZoom } from "../views/timeline/Timeline";
+import { useWorkspace } from "../views/workspace/store";
+import { TABS } from "../views/workspace/tabs";
 
 export function useKeyboard(): void {
   useEffect(() => {
@@ -13,9 +17,21 @@ export function useKeyboard(): void {
       const t = e.target as HTMLElement | null;
       if (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA")) return;
       if (e.ctrlKey || e.metaKey || e.altKey) return;
+      if (t?.closest("dialog")) return;
       const app = useApp.getState();
       const store = sides[app.mode === "compare" ? app.activeSide : app.base];
       const s = store.getState();
+      if (e.key === "?") {
+        e.preventDefault();
+        useWorkspace.getState().setShortcutsOpen(true);
+        return;
+      }
+      const tabIndex = "123456789".indexOf(e.key);
+      if (tabIndex >= 0 && tabIndex < TABS.length && app.mode === "single" && s.status === "ready") {
+        e.preventDefault();
+        useWorkspace.getState().setTab(TABS[tabIndex].id);
+        return;
+      }
       if (e.key === "Escape") {
         if (sides.some((x) => x.getState().status === "loading")) app.cancel();
         else if (s.highlightSite) {
@@ -27,6 +43,14 @@ export function useKeyboard(): void {
       }
       const replay = s.panel?.replay;
       if (!replay || replay.events === 0) return;
+      if (e.key === "p" || e.key === "s") {
+        s.pin(e.key === "p" ? replay.peakEvent : null);
+        return;
+      }
+      if (e.key === "r") {
+        void eventsInView(store).then((r) => r && pinRange(store, r.a, r.b));
+        return;
+      }
       if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
         e.preventDefault();
         const step = (e.shiftKey ? 100 : 1) * (e.key === "ArrowRight" ? 1 : -1);

@@ -279,7 +279,8 @@ export const useApp = create<AppState>()((set, get) => {
     compare: null,
     compareStatus: "idle",
     compareError: null,
-    linked: true,
+    // Each file on its own time axis by default (issue 21): one short run must not fill 10 % of its chart.
+    linked: false,
     align: "snapshot",
     cursor: null,
     scales: { yTop: [0, 0], mapBytesPerPx: [0, 0] },
@@ -439,7 +440,8 @@ export const useApp = create<AppState>()((set, get) => {
 
     setLinked(linked) {
       set({ linked });
-      if (linked) alignViews(get().base);
+      // Turning the shared axis on shows both traces on it, whole.
+      if (linked) alignViews(get().base, true);
     },
     setAlign(align) {
       set({ align });

@@ -101,6 +101,11 @@ export function replaceHash(hash: string): void {
   if (location.hash !== h) history.replaceState(history.state, "", h || location.pathname + location.search);
 }
 
+/** Back / Forward landed on an entry of this page: its hash is not a link to apply (the files are open). */
+export function adoptHash(): void {
+  lastWritten = location.hash;
+}
+
 /** The page's address with the current view, written now (for "Copy link"). */
 export function currentLink(): string {
   if (timer) {

@@ -19,6 +19,7 @@ import type {
 } from "../../../workers/api";
 import { categoryColors } from "../palette";
 import { ask, type Side, tell } from "./client";
+import { defaultPinnedEvent } from "./momentDefault";
 
 export type Status = "empty" | "loading" | "ready" | "error";
 
@@ -62,6 +63,8 @@ export interface State {
   view: TimelineView | null;
   /** The event the segment map shows (state after it); null = the snapshot itself. */
   pinnedEvent: number | null;
+  /** A range moment (events a..b, inclusive): the views show its highest moment, `pinnedEvent`. */
+  momentRange: { a: number; b: number } | null;
   highlightSite: string | null;
   /** What highlightSite is: this file's own site key, or the portable key of the comparison. */
   highlightBy: SiteMatch;
@@ -92,6 +95,8 @@ export interface State {
   setViewQuiet(view: TimelineView): void;
   setAxis(axis: XAxis): void;
   pin(event: number | null): void;
+  /** A range as the current moment: `event` is its highest moment (moment.ts finds it). */
+  pinRange(range: { a: number; b: number }, event: number): void;
   setHighlightSite(site: string | null, by?: SiteMatch): void;
   setHighlightCategory(category: string | null): void;
   setTimelineMode(mode: "stacked" | "allocations"): void;
@@ -160,6 +165,7 @@ const EMPTY = {
   colors: [] as string[],
   view: null,
   pinnedEvent: null,
+  momentRange: null,
   highlightSite: null,
   highlightBy: "key" as SiteMatch,
   highlightCategory: null,
@@ -287,6 +293,7 @@ function createSideStore(side: Side): SideStore {
           panelError: null,
           view: null,
           pinnedEvent: null,
+          momentRange: null,
           highlightSite: null,
           highlightCategory: null,
         });
@@ -297,6 +304,8 @@ function createSideStore(side: Side): SideStore {
             panel,
             colors: categoryColors(panel.categories.map((c) => c.name)),
             view: fullView(panel),
+            // The current moment opens at the peak whenever the snapshot is not the worst moment.
+            pinnedEvent: defaultPinnedEvent(panel),
           });
         } catch (e) {
           if (get().generation !== generation) return;
@@ -313,7 +322,8 @@ function createSideStore(side: Side): SideStore {
         const v = fullView(get().panel, axis);
         if (v) get().setView(v);
       },
-      pin: (event) => set({ pinnedEvent: event }),
+      pin: (event) => set({ pinnedEvent: event, momentRange: null }),
+      pinRange: (range, event) => set({ pinnedEvent: event, momentRange: range }),
       setHighlightSite: (site, by = "key") => set({ highlightSite: site, highlightBy: site ? by : "key" }),
       setHighlightCategory: (category) => set({ highlightCategory: category }),
       setTimelineMode: (mode) => set({ timelineMode: mode }),

@@ -43,7 +43,8 @@ interface Row {
   page?: { rest: number; restBytes: number };
 }
 
-export function CallTreeView() {
+/** `show`: the workspace's "Call tree" tab shows the outline, its "Flame" tab the icicle; "both" elsewhere. */
+export function CallTreeView({ show = "both" }: { show?: "both" | "outline" | "flame" } = {}) {
   const S = useSide();
   const ask = S((s) => s.ask);
   const device = S((s) => s.device);
@@ -229,8 +230,9 @@ export function CallTreeView() {
   return (
     <section
       className="card call-tree"
-      aria-label="Call tree"
+      aria-label={show === "flame" ? "Flame graph" : "Call tree"}
       data-testid="call-tree"
+      data-show={show}
       data-state={!answer ? "loading" : latest.pending ? "updating" : "ready"}
       data-event={answer ? (answer.event ?? "snapshot") : ""}
       data-total={answer?.totalBytes ?? ""}

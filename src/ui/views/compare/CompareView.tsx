@@ -54,14 +54,14 @@ function CompareBar() {
         Swap A and B
       </button>
       <span className="spacer" />
-      <label title="Zoom, pan and the hover cursor move both timelines together">
+      <label title="Off: each file on its own time axis. On: one axis, zoom, pan and the hover cursor move both timelines together">
         <input
           type="checkbox"
           checked={linked}
           data-testid="link-toggle"
           onChange={(e) => setLinked(e.currentTarget.checked)}
         />{" "}
-        Link zoom and cursor
+        Shared time axis (zoom and cursor move both)
       </label>
       <label
         title={

@@ -30,8 +30,17 @@ import {
 
 const PEAK_TOLERANCE = 0.02;
 
-/** `inColumn`: inside a comparison's column (no sticky panel; the column shows the totals itself). */
-export function SidePanel({ inColumn = false }: { inColumn?: boolean } = {}) {
+/**
+ * `inColumn`: inside a comparison's column (no sticky panel; the column shows the totals itself).
+ * `part`: the workspace's Summary tab shows the numbers (no what-if, no checks), its Checks tab the checks.
+ */
+export function SidePanel({
+  inColumn = false,
+  part = "all",
+}: {
+  inColumn?: boolean;
+  part?: "all" | "numbers" | "checks";
+} = {}) {
   const S = useSide();
   const k = useSideKey();
   const panel = S((s) => s.panel);
@@ -49,8 +58,8 @@ export function SidePanel({ inColumn = false }: { inColumn?: boolean } = {}) {
   const dev = report?.devices.find((d) => d.device === device) ?? null;
   return (
     <aside
-      className={inColumn ? "side-panel in-column" : "side-panel"}
-      aria-label="Analysis"
+      className={inColumn ? "side-panel in-column" : part === "all" ? "side-panel" : "side-panel in-pane"}
+      aria-label={part === "checks" ? "Checks" : "Analysis"}
       data-testid="side-panel"
     >
       {panel.errors.length > 0 && (
@@ -62,15 +71,19 @@ export function SidePanel({ inColumn = false }: { inColumn?: boolean } = {}) {
           ))}
         </section>
       )}
-      {report && !inColumn && <Totals report={report} device={device} />}
-      <OomCard panel={panel} />
-      <PeakGap panel={panel} />
-      {!inColumn && <WhatIfPanel />}
-      {dev && (
-        <Categories categories={dev.categories} allocated={dev.allocatedBytes} title={`device ${device}`} />
+      {part !== "checks" && report && !inColumn && <Totals report={report} device={device} />}
+      {part !== "checks" && <OomCard panel={panel} />}
+      {part !== "checks" && <PeakGap panel={panel} />}
+      {part === "all" && !inColumn && <WhatIfPanel />}
+      {part !== "checks" && dev && (
+        <Categories
+          categories={dev.categories}
+          allocated={dev.allocatedBytes}
+          title={`at the snapshot, device ${device}`}
+        />
       )}
-      {report && <Checks report={report} panel={panel} />}
-      {panel.replay?.truncationNote && (
+      {part !== "numbers" && report && <Checks report={report} panel={panel} />}
+      {part !== "checks" && panel.replay?.truncationNote && (
         <section className="card notice" data-testid="truncation">
           <h2>Trace is incomplete</h2>
           <p className="small">
@@ -79,9 +92,9 @@ export function SidePanel({ inColumn = false }: { inColumn?: boolean } = {}) {
           </p>
         </section>
       )}
-      {report && <CallSites report={report} />}
-      {panel.replay && <GrowthSection />}
-      {report && (report.notes.length > 0 || report.noStackReasons.length > 0) && (
+      {part !== "checks" && report && <CallSites report={report} />}
+      {part !== "checks" && panel.replay && <GrowthSection />}
+      {part !== "checks" && report && (report.notes.length > 0 || report.noStackReasons.length > 0) && (
         <section className="card" aria-labelledby={`notes-title-${k}`}>
           <h2 id={`notes-title-${k}`}>Notes</h2>
           <ul className="notes">
@@ -261,20 +274,24 @@ function SnapshotPeakGap({ panel }: { panel: PanelAnswer }) {
         {windowOnly ? "Peak of the recorded window vs snapshot" : "Peak vs snapshot"} — device {panel.device}
       </h2>
       {windowOnly && r && (
-        <div className="peak-window" data-testid="peak-not-in-file">
-          <strong className="peak-head">
-            Peak of the recorded window — the run's peak is not in this file.
-          </strong>{" "}
+        <details className="peak-window" data-testid="peak-not-in-file">
+          <summary>
+            <strong className="peak-head">
+              peak ≥ <Bytes value={r.peakBytes} /> (recorded window)
+            </strong>{" "}
+            <span title="Why only the recorded window">ⓘ</span>
+          </summary>
           The trace begins with <Bytes value={r.initialBytes} /> already allocated (recording started late, or
           the ring buffer dropped older entries), so the run's peak may have come before it. To get it: drop
           the dump's counters sidecar (<code>.counters.json</code> with <code>max_memory_allocated</code>)
           with the snapshot, or record from the start —{" "}
           <code>torch.cuda.memory._record_memory_history(max_entries=…)</code> before building the model, with
           max_entries larger than the run's allocations and frees.
-        </div>
+        </details>
       )}
       {flagged ? (
-        <div className="gap-flag">
+        // Information, not a failure: most snapshots are taken after the worst moment.
+        <div className="gap-flag info">
           <strong>
             The {peakWord} is <Bytes value={gap} testId="gap-bytes" /> ({formatPercent(frac)}) above the
             snapshot.

@@ -34,7 +34,8 @@ import { CategoryLegend } from "./CategoryLegend";
 import { Overview } from "./Overview";
 import { makePlot, type Plot, pxToX, xTicks, xToPx, yTicks, yToPx } from "./scales";
 
-const HEIGHT = 330;
+/** The canvas height by default (the workspace strip passes a shorter one). */
+const DEFAULT_HEIGHT = 330;
 
 interface Hover {
   px: number;
@@ -43,7 +44,8 @@ interface Hover {
   band: number;
 }
 
-export function Timeline() {
+export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) {
+  const HEIGHT = height;
   const S = useSide();
   const side = S((s) => s.side);
   const k = `s${side}`;
@@ -116,7 +118,7 @@ export function Timeline() {
   const plot = useMemo(() => {
     if (!view || !answer || width <= 0) return null;
     return makePlot(width, HEIGHT, view.x0, view.x1, yTop);
-  }, [view, answer, width, yTop]);
+  }, [view, answer, width, yTop, HEIGHT]);
 
   // Buckets for the visible range: one per plot pixel, newest request wins.
   const plotWidth = width > 0 ? makePlot(width, HEIGHT, 0, 1, 1).plotWidth : 0;
@@ -164,7 +166,7 @@ export function Timeline() {
     return () => {
       stale = true;
     };
-  }, [ask, mode, device, view, plotWidth, replay, yMax]);
+  }, [ask, mode, device, view, plotWidth, replay, yMax, HEIGHT]);
 
   // Allocations of the highlighted call site.
   useEffect(() => {
@@ -397,7 +399,17 @@ export function Timeline() {
           Reset zoom
         </button>
       </div>
-      <div className="canvas-box" style={{ height: HEIGHT }}>
+      {/* Focusable so that Tab reaches the timeline; the page's keys (←/→, +/−, 0) act on it. */}
+      {/* biome-ignore lint/a11y/useSemanticElements: a keyboard-operated plot, not a fieldset */}
+      <div
+        className="canvas-box"
+        style={{ height: HEIGHT }}
+        role="group"
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a keyboard-operated plot, its keys in the label
+        tabIndex={0}
+        aria-label="Timeline: ←/→ step the moment (Shift: 100 events), +/− zoom, 0 reset zoom, Esc unpin"
+        data-testid="timeline-focus"
+      >
         <Canvas
           ref={base}
           draw={draw}
