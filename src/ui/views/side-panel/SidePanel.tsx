@@ -279,7 +279,9 @@ function SnapshotPeakGap({ panel }: { panel: PanelAnswer }) {
             <strong className="peak-head">
               peak ≥ <Bytes value={r.peakBytes} /> (recorded window)
             </strong>{" "}
-            <span title="Why only the recorded window">ⓘ</span>
+            <span className="info-i" title="Why only the recorded window">
+              i
+            </span>
           </summary>
           The trace begins with <Bytes value={r.initialBytes} /> already allocated (recording started late, or
           the ring buffer dropped older entries), so the run's peak may have come before it. To get it: drop

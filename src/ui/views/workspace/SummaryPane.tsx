@@ -112,7 +112,9 @@ function SummaryWords() {
                 onClick={() => setWhyOpen(!whyOpen)}
                 data-testid="window-why"
               >
-                ⓘ
+                <span className="info-i" aria-hidden="true">
+                  i
+                </span>
               </button>
             )}
             {r && countersPeak === null && <> at {whenWords(r, r.peakEvent)}</>}
