@@ -36,6 +36,13 @@ export function SummaryPane() {
   );
 }
 
+const PHASE_WORDS = {
+  forward: "forward pass",
+  backward: "backward pass",
+  optimizer: "optimizer step",
+  parameters: "model set-up (parameters)",
+} as const;
+
 /** File names that promise an OOM ("oom_snapshot.pickle"). */
 const OOM_NAME = /(^|[^a-z])oom([^a-z]|$)/i;
 
@@ -72,6 +79,9 @@ function SummaryWords() {
   }, [ask, device, r, capacityTyped]);
 
   if (!panel) return <p className="muted">Analysing device {device}…</p>;
+  // The run's phase at the peak (core summary-words: the attribution's phases), for this device's peak.
+  const sp = panel.report?.summary?.peak ?? null;
+  const peakPhase = sp && sp.device === panel.device && sp.eventIndex === r?.peakEvent ? sp.phase : null;
   const rr = panel.replayReport;
   const countersPeak =
     rr?.peak?.source === "counters" && rr.peak.device === panel.device ? rr.peak.allocatedBytes : null;
@@ -118,6 +128,11 @@ function SummaryWords() {
               </button>
             )}
             {r && countersPeak === null && <> at {whenWords(r, r.peakEvent)}</>}
+            {peakPhase && (
+              <>
+                , in the <strong data-testid="peak-phase">{PHASE_WORDS[peakPhase]}</strong>
+              </>
+            )}
             {facts?.span && moment.kind === "peak" && (
               <>
                 , inside <code>{facts.span}</code>
