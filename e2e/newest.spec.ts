@@ -63,6 +63,7 @@ test("host lane, forward-grouped tree and an annotated allocation", async ({ pag
   await notes.screenshot({ path: `${SHOTS}/newest-annotation.png` });
 
   // the call tree at the peak, grouped by forward line
+  await page.getByRole("tab", { name: "Call tree" }).click();
   const tree = page.getByRole("region", { name: "Call tree" });
   await tree.getByTestId("tree-at-peak").click();
   await waitIdle(page);

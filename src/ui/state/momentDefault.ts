@@ -26,5 +26,9 @@ export function snapshotGapFraction(panel: PanelAnswer): number {
 export function defaultPinnedEvent(panel: PanelAnswer): number | null {
   const r = panel.replay;
   if (!r || r.events === 0) return null;
+  // A profiler trace or a memory-timeline export has no snapshot state (no segments): its end is not a
+  // moment anyone asked about, so it opens at the peak.
+  const kind = panel.report?.source?.kind ?? "snapshot";
+  if (kind === "profiler-trace" || kind === "memory-timeline") return r.peakEvent;
   return snapshotGapFraction(panel) > PEAK_TOLERANCE ? r.peakEvent : null;
 }
