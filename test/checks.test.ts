@@ -145,6 +145,7 @@ describe("parseCounters", () => {
         memory_stats: { "allocated_bytes.all.current": 104868352, num_alloc_retries: 0, note: "x" },
         device: 0,
         tag: "step2",
+        device_total_bytes: 85_899_345_920,
       }),
     );
     expect(c).toEqual({
@@ -154,6 +155,7 @@ describe("parseCounters", () => {
       maxMemoryReservedBytes: 140509184,
       device: 0,
       tag: "step2",
+      deviceTotalBytes: 85_899_345_920,
       memoryStats: { "allocated_bytes.all.current": 104868352, num_alloc_retries: 0 },
     });
   });
