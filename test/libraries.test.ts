@@ -108,3 +108,17 @@ describe.runIf(HAVE_REAL)("the real vLLM + Megatron file (verl)", () => {
     );
   });
 });
+
+describe("kv_cache's colour", () => {
+  it("every category has its own colour in the page and in the HTML report", async () => {
+    const { categoryColors } = await import("../src/ui/palette");
+    const { CATEGORY_COLORS } = await import("../src/report-html/svg");
+    const page = categoryColors(CATEGORY_NAMES);
+    expect(new Set(page).size).toBe(CATEGORY_NAMES.length);
+    const html = CATEGORY_NAMES.map((c) => CATEGORY_COLORS[c]);
+    expect(html.every((c) => typeof c === "string")).toBe(true);
+    expect(new Set(html).size).toBe(CATEGORY_NAMES.length);
+    // The same colour for kv_cache in both places.
+    expect(page[CATEGORY_NAMES.indexOf("kv_cache")]).toBe(CATEGORY_COLORS.kv_cache);
+  });
+});
