@@ -101,6 +101,7 @@ describe("known-composition run", () => {
         input: 0,
         temporary: delta,
         workspace: 0,
+        kv_cache: 0,
         other: 0,
         unknown: 0,
       });

@@ -45,6 +45,7 @@ describe("compare", () => {
       input: 0,
       temporary: 0,
       workspace: 0,
+      kv_cache: 0,
       other: 0,
       unknown: 0,
     });
@@ -80,7 +81,7 @@ describe("compare", () => {
 
   it("a shrink says so", () => {
     const c = compareSnapshots(side(step([{ size: 4 * MiB, frames: S.vllmKvCache.frames }])), side(step()));
-    expect(c.verdict).toBe("shrink -4.00 MiB, all in other: vllm_rollout_spmd.py:114 __init__");
+    expect(c.verdict).toBe("shrink -4.00 MiB, all in kv_cache: vllm_rollout_spmd.py:114 __init__");
   });
 
   it("matches call sites across Windows and Linux install prefixes (same line, two real machines)", () => {

@@ -23,6 +23,8 @@ interface PyFacts {
   emptyStackAllocated: number;
   accumulateGradAllocated: number;
   pythonOnly: boolean;
+  /** Trace entries, all devices. */
+  traceEntries: number;
   /** Per device with a trace: the trace starts with nothing allocated (no live block or free it did not allocate). */
   startsEmpty: Record<string, boolean>;
 }
@@ -59,6 +61,7 @@ for f in sorted(os.listdir(d)):
     r["pythonOnly"] = anyframes and not native
     traces = [] if isinstance(snap, list) else (snap.get("device_traces") or [])
     r["startsEmpty"] = {}
+    r["traceEntries"] = sum(len(t or []) for t in traces)
     for dev, t in enumerate(traces):
         if not t: continue
         seen = set(); empty = True
@@ -138,8 +141,10 @@ describe.skipIf(!HAVE_REAL)("real corpus: totals, categories, checks 1–2", () 
       expect(r.categories.gradients).toBeGreaterThanOrEqual(py.accumulateGradAllocated);
       // Why the rest is unknown, with bytes, adds up.
       expect(Object.values(r.unknownBytesByReason).reduce((n, v) => n + v, 0)).toBe(r.categories.unknown);
-      // Where the file has gradients (a training step), at most 1 % of allocated stays unknown.
-      if (py.accumulateGradAllocated > 0 || r.categories.gradients > 0) {
+      // Where the file has a training step (AccumulateGrad blocks, or gradients and a trace to infer from),
+      // at most 1 % of allocated stays unknown. (verl's gradients are Megatron's fused grad_data, made at
+      // construction; it has no trace, so nothing can name its 303 MiB of frame-less blocks.)
+      if (py.accumulateGradAllocated > 0 || (r.categories.gradients > 0 && py.traceEntries > 0)) {
         expect(r.categories.unknown).toBeLessThanOrEqual(0.01 * py.allocated);
       }
 

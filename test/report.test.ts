@@ -66,7 +66,8 @@ describe("buildReport", () => {
       input: 1536,
       temporary: 0,
       workspace: 0,
-      other: 4 * MiB,
+      kv_cache: 4 * MiB, // vLLM's KV cache (the real vllmKvCache stack): kv-cache
+      other: 0,
       unknown: 512,
     });
     // The frame-less 512 B block: nothing in the file says what it is (no gradient of its size).
@@ -139,7 +140,7 @@ describe("buildReport", () => {
     expect(r.compare).toBeNull();
     // Library memory: beside the own-code line, the library function it called and the innermost
     // meaningful library frame (vLLM's KV cache allocation), both read from the planted stack.
-    const kv = r.topCallSites.find((c) => c.category === "other");
+    const kv = r.topCallSites.find((c) => c.category === "kv_cache");
     const frames = S.vllmKvCache.frames;
     const inner = frames.find(([, , name]) => name === "_allocate_kv_cache");
     expect(inner).toBeDefined();

@@ -46,6 +46,7 @@ const CATEGORIES = [
   "input",
   "temporary",
   "workspace",
+  "kv_cache",
   "other",
   "unknown",
 ];

@@ -15,12 +15,13 @@ export const CATEGORY_COLORS: Record<string, string> = {
   input: "#56B4E9",
   temporary: "#D55E00",
   workspace: "#332288",
+  kv_cache: "#999933",
   other: "#DDCC77",
   unknown: "#8c8c8c",
   [PENDING_FREE]: "#5a5a5a",
   [FREE]: "#e4e4e4",
 };
-const EXTRA = ["#117733", "#882255", "#44AA99", "#999933", "#AA4499", "#88CCEE", "#CC6677"];
+const EXTRA = ["#117733", "#882255", "#44AA99", "#AA4499", "#88CCEE", "#CC6677"];
 
 export function colorOf(name: string): string {
   const c = CATEGORY_COLORS[name];

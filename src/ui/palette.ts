@@ -36,6 +36,8 @@ const FIXED: Record<string, string> = {
   autograd_detail: "#F0E442",
   // torch_npu's workspace allocator: shown apart (not in memory_allocated(), timing not recorded).
   workspace: "#332288",
+  // Inference engines' KV caches (vLLM, SGLang, Hugging Face caches).
+  kv_cache: "#999933",
   other: "#DDCC77",
 };
 

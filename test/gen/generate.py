@@ -115,6 +115,20 @@ def newest(outdir):
     return [name for name, _ in files]
 
 
+def libraries(outdir):
+    """Library call sites (vLLM/SGLang/HF KV caches, Megatron and FSDP fused buffers) in serving.pickle, and a
+    hand-written optimizer's traced moments against pre-trace weights and .grad in handopt.pickle, with truth."""
+    from memgen import libraries as lib
+    os.makedirs(outdir, exist_ok=True)
+    runs = {"serving": lib.serving, "handopt": lib.handopt, "handopt-unpaired": lambda: lib.handopt(True)}
+    for name, make in runs.items():
+        snap, truth = make()
+        out = os.path.join(outdir, name + ".pickle")
+        write_pickle(out, snap, 4)
+        write_json(out + ".truth.json", truth)
+    return list(runs)
+
+
 def memo_overwrite(out):
     """A hand-assembled pickle whose frame memo slot is overwritten by PUT between identical entries."""
     from memgen import handpickle
@@ -199,6 +213,8 @@ def main(argv=None):
     nw = sub.add_parser("newest", help=newest.__doc__.splitlines()[0])
     nw.add_argument("outdir")
 
+    lb = sub.add_parser("libraries", help=libraries.__doc__.splitlines()[0])
+    lb.add_argument("outdir")
     mo = sub.add_parser("memo-overwrite", help=memo_overwrite.__doc__.splitlines()[0])
     mo.add_argument("out")
 
@@ -227,6 +243,8 @@ def main(argv=None):
 
     elif a.cmd == "newest":
         newest(a.outdir)
+    elif a.cmd == "libraries":
+        print(json.dumps(libraries(a.outdir)))
     elif a.cmd == "memo-overwrite":
         memo_overwrite(a.out)
     elif a.cmd == "ranks":

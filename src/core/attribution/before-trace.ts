@@ -21,6 +21,7 @@ const R = {
   engineGradient: RuleId["engine-gradient"],
   adamState: RuleId["adam-state"],
   quartet: RuleId["adam-quartet"],
+  pairsMoments: RuleId["pairs-traced-moments"],
   noStack: RuleId["no-stack"],
   optimizer: RuleId.optimizer,
 };
@@ -89,6 +90,9 @@ export function inferBeforeTrace(
     else m.set(k, [v]);
   };
   const optimizerSizes = new Set<number>();
+  // The optimizer's kept state per size (its moments: optimizer_state after the trace refinements, not scratch).
+  const stateStarts = new Map<number, number[]>();
+  const stateEnds = new Map<number, number[]>();
   const n = traceAttr ? traceAttr.trace.length : 0;
   if (traceAttr) {
     const { trace: t, lifetimes, category } = traceAttr;
@@ -103,7 +107,13 @@ export function inferBeforeTrace(
         push(paramEnds, size, lifetimes.end[i]);
       }
       const s = t.stack[i];
-      if (s !== EMPTY_STACK && stackRule[s] === R.optimizer) optimizerSizes.add(size);
+      if (s !== EMPTY_STACK && stackRule[s] === R.optimizer) {
+        optimizerSizes.add(size);
+        if (category[i] === Category.optimizer_state) {
+          push(stateStarts, size, i);
+          push(stateEnds, size, lifetimes.end[i]);
+        }
+      }
     }
   }
   const candidates = new Map<number, { blocks: number[]; frees: number[] }>();
@@ -161,6 +171,10 @@ export function inferBeforeTrace(
       const params = Math.min(total, g);
       assign(0, params, Category.parameters, R.matchesGradient);
       if (adamLike) assign(params, Math.min(total - params, 2 * g), Category.optimizer_state, R.adamState);
+    } else if (pairsTracedMoments(total, maxConcurrent(stateStarts.get(size), stateEnds.get(size)))) {
+      // Two traced moments per parameter, and exactly one pre-trace block per moment: weights and .grad.
+      assign(0, total / 2, Category.parameters, R.pairsMoments);
+      assign(total / 2, total / 2, Category.gradients, R.pairsMoments);
     } else if (adamLike && optimizerSizes.has(size) && total % 4 === 0) {
       const q = total / 4;
       assign(0, q, Category.parameters, R.quartet);
@@ -172,6 +186,15 @@ export function inferBeforeTrace(
       if (missing > 0) assign(0, Math.min(c.blocks.length, missing), Category.gradients, R.engineGradient);
     }
   }
+}
+
+/**
+ * pairs-traced-moments' guard (as careful as adam-state's): the traced moments of a size, at most alive at
+ * once, are an even count (two per parameter) and the pre-trace blocks of that size are exactly as many
+ * (one weight and one .grad per parameter). A partial match says nothing.
+ */
+function pairsTracedMoments(preTrace: number, moments: number): boolean {
+  return moments > 0 && moments % 2 === 0 && preTrace === moments;
 }
 
 /** The most intervals [start, end) open at once. */

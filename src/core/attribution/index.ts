@@ -141,6 +141,35 @@ const RULE_IN_FLIGHT = RuleId["backward-in-flight"];
 const RULE_ENGINE_NO_STACK = RuleId["engine-no-stack"];
 const RULE_BACKWARD_CALL = RuleId["backward-call"];
 const RULE_WORKSPACE = RuleId["npu-workspace"];
+const RULE_MEGATRON_PARAM = RuleId["megatron-param-buffer"];
+const RULE_MEGATRON_GRAD = RuleId["megatron-grad-buffer"];
+
+/**
+ * Megatron's _ParamAndGradBuffer.__init__ allocates param_data (only with the distributed optimizer) and then
+ * grad_data, always in that order in the source: per file, the stacks at the last allocating line of that
+ * __init__ are grad_data (gradients), the earlier lines param_data (parameters). One line only: grad_data.
+ */
+function splitMegatronBuffers(
+  model: SnapshotModel,
+  pairs: number[],
+  stackRule: Uint8Array,
+  stackCategory: Uint8Array,
+): void {
+  if (pairs.length === 0) return;
+  const lastLine = new Map<number, number>();
+  for (let k = 0; k < pairs.length; k += 2) {
+    const f = pairs[k + 1];
+    const file = model.frames.filename[f];
+    const line = model.frames.line[f];
+    if (line > (lastLine.get(file) ?? -1)) lastLine.set(file, line);
+  }
+  for (let k = 0; k < pairs.length; k += 2) {
+    const f = pairs[k + 1];
+    if (model.frames.line[f] !== lastLine.get(model.frames.filename[f])) continue;
+    stackRule[pairs[k]] = RULE_MEGATRON_GRAD;
+    stackCategory[pairs[k]] = RULES[RULE_MEGATRON_GRAD].category;
+  }
+}
 
 const FRAME_RULES = RULES.map((r, i) => ({ r, i })).filter(({ r }) => r.scope === "frame");
 
@@ -304,6 +333,8 @@ export function attribute(model: SnapshotModel): Attribution {
   const stackRule = new Uint8Array(nStacks);
   const stackLibrary = new Int32Array(nStacks).fill(-1);
   const stackLibraryInnermost = new Int32Array(nStacks).fill(-1);
+  /** (stack, marker frame) pairs of Megatron's buffer constructor: split into param_data / grad_data after. */
+  const megatronBuffers: number[] = [];
 
   for (let s = 0; s < nStacks; s++) {
     const start = offsets[s];
@@ -316,6 +347,7 @@ export function attribute(model: SnapshotModel): Attribution {
     }
     // One walk, innermost → outermost, collecting what every rule needs.
     let markerRule = -1;
+    let markerFrame = -1;
     let ownAt = -1; // innermost own-code frame
     let codeAt = -1; // innermost Python frame of own code or a third-party package (not torch, stdlib, generated)
     let libAt = -1; // innermost third-party package frame
@@ -330,7 +362,10 @@ export function attribute(model: SnapshotModel): Attribution {
     for (let i = start; i < end; i++) {
       const f = frameIds[i];
       const b = bits[f];
-      if (markerRule < 0 && marker[f] >= 0) markerRule = marker[f];
+      if (markerRule < 0 && marker[f] >= 0) {
+        markerRule = marker[f];
+        markerFrame = f;
+      }
       if (b & F_PYTHON) {
         if (b & F_GENERATED) continue;
         if (b & F_OWN) {
@@ -368,6 +403,7 @@ export function attribute(model: SnapshotModel): Attribution {
     } else rule = RULE_NO_RULE;
     stackRule[s] = rule;
     stackCategory[s] = RULES[rule].category;
+    if (rule === RULE_MEGATRON_PARAM) megatronBuffers.push(s, markerFrame);
 
     // Call site.
     let at: number;
@@ -390,6 +426,7 @@ export function attribute(model: SnapshotModel): Attribution {
     }
   }
 
+  splitMegatronBuffers(model, megatronBuffers, stackRule, stackCategory);
   const pythonOnly = isPythonOnly(model, bits);
 
   // Profiler categories, when the file has them.

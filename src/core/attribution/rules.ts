@@ -20,6 +20,7 @@ export const CATEGORY_NAMES = [
   "input",
   "temporary",
   "workspace",
+  "kv_cache",
   "other",
   "unknown",
 ] as const;
@@ -33,8 +34,9 @@ export const Category = {
   input: 4,
   temporary: 5,
   workspace: 6,
-  other: 7,
-  unknown: 8,
+  kv_cache: 7,
+  other: 8,
+  unknown: 9,
 } as const satisfies Record<CategoryName, number>;
 
 /** What a frame rule looks at, computed once per distinct frame. */
@@ -82,6 +84,21 @@ const INPUT_TRANSFER_NAMES = new Set(["transfer_batch_to_device", "move_data_to_
 /** The engine itself, or a generated backward node running (not its destructor / release_variables). */
 const ENGINE_NATIVE =
   /torch::autograd::Engine::|torch::autograd::generated::\w+(?:::apply\(|_apply_functional\()/;
+/** Inference engines' KV caches: vLLM's cache engine (v0 worker/cache_engine.py, v1 model runners'
+ * `_allocate_kv_cache_tensors` / `initialize_kv_cache`), SGLang's mem_cache pools, Hugging Face caches. */
+const KV_CACHE_FILE =
+  /\/vllm\/(?:.*\/)?cache_engine\.py$|\/sglang\/srt\/mem_cache\/|\/transformers\/cache_utils\.py$/;
+const KV_CACHE_NAME = /kv_cache/;
+/** FSDP1's FlatParamHandle (torch/distributed/fsdp/_flat_param.py): functions that make gradient buffers;
+ * every other allocation there is the flat parameter (sharded, padded unsharded for all-gather). */
+const FLAT_PARAM_GRAD_NAMES = new Set([
+  "prepare_gradient_for_backward",
+  "prepare_gradient_for_optim",
+  "_use_unsharded_grad_views",
+  "_use_sharded_grad_views",
+  "to_cpu_grad",
+]);
+const FSDP_FILE = /\/torch\/distributed\/(?:fsdp\/|_composable\/fsdp\/)/;
 const DATA_PARALLEL_FILE = /\/(?:data_parallel|scatter_gather)\.py$/;
 
 export const RULES: readonly Rule[] = [
@@ -174,6 +191,80 @@ export const RULES: readonly Rule[] = [
     match: (f) =>
       f.isPython &&
       ((f.name === "scatter" && DATA_PARALLEL_FILE.test(f.path)) || INPUT_TRANSFER_NAMES.has(f.name)),
+  },
+  {
+    id: "kv-cache",
+    category: Category.kv_cache,
+    scope: "frame",
+    description:
+      "An inference engine's KV cache: vLLM's cache engine (worker/cache_engine.py _allocate_kv_cache) or a " +
+      "vLLM function named …kv_cache… (v1 model runners' _allocate_kv_cache_tensors), SGLang's " +
+      "srt/mem_cache pools (memory_pool.py), Hugging Face transformers' cache_utils.py (DynamicCache " +
+      "growing by torch.cat each step, StaticCache's preallocated layers).",
+    match: (f) =>
+      f.isPython &&
+      f.isInstalled &&
+      (KV_CACHE_FILE.test(f.path) || (f.path.includes("/vllm/") && KV_CACHE_NAME.test(f.name))),
+  },
+  {
+    id: "megatron-param-buffer",
+    category: Category.parameters,
+    scope: "frame",
+    description:
+      "Megatron's fused parameter buffer (megatron/core/distributed/param_and_grad_buffer.py, the buffer's " +
+      "__init__): param_data, one contiguous bf16/fp16 tensor the model's parameters are views of (made " +
+      "with the distributed optimizer). Told from grad_data by the source line: Megatron allocates " +
+      "param_data before grad_data, so every allocating line of that __init__ but the last is param_data.",
+    match: (f) =>
+      f.isPython &&
+      f.isInstalled &&
+      /\/megatron\/.*param_and_grad_buffer\.py$/.test(f.path) &&
+      f.name === "__init__",
+  },
+  {
+    id: "megatron-grad-buffer",
+    category: Category.gradients,
+    scope: "frame",
+    description:
+      "Megatron's fused gradient buffer: grad_data in param_and_grad_buffer.py's __init__ (the last allocating " +
+      "line there), or grad_buffer.py (older Megatron's GradBuffer): one contiguous tensor every " +
+      "parameter's main_grad is a view of, kept for the whole run.",
+    match: (f) => f.isPython && f.isInstalled && /\/megatron\/.*\/grad_buffer\.py$/.test(f.path),
+  },
+  {
+    id: "fsdp-flat-param",
+    category: Category.parameters,
+    scope: "frame",
+    description:
+      "FSDP's flat parameters: torch/distributed/fsdp/_flat_param.py (FlatParamHandle: flattening, the " +
+      "padded unsharded flat parameter all-gathered for forward/backward) outside its gradient functions, " +
+      "or FSDP2's foreach_all_gather (fully_shard). Nearest wins, so an unshard inside a Module call is " +
+      "parameters, not activations.",
+    match: (f) =>
+      f.isPython &&
+      f.isTorch &&
+      FSDP_FILE.test(f.path) &&
+      ((f.path.endsWith("/_flat_param.py") && !FLAT_PARAM_GRAD_NAMES.has(f.name)) ||
+        (f.path.endsWith("/_fsdp_collectives.py") && f.name.startsWith("foreach_all_gather"))),
+  },
+  {
+    id: "fsdp-flat-grad",
+    category: Category.gradients,
+    scope: "frame",
+    description:
+      "FSDP's gradient buffers: FlatParamHandle's gradient functions (prepare_gradient_for_backward / " +
+      "_for_optim, the grad views), the post-backward reduce-scatter (_runtime_utils.py _post_backward_hook / " +
+      "_reduce_grad) or FSDP2's foreach_reduce: the sharded .grad of the flat parameter.",
+    match: (f) =>
+      f.isPython &&
+      f.isTorch &&
+      FSDP_FILE.test(f.path) &&
+      ((f.path.endsWith("/_flat_param.py") && FLAT_PARAM_GRAD_NAMES.has(f.name)) ||
+        (f.path.endsWith("/_runtime_utils.py") &&
+          (f.name === "_post_backward_hook" ||
+            f.name === "_reduce_grad" ||
+            f.name.startsWith("_reduce_grad"))) ||
+        (f.path.endsWith("/_fsdp_collectives.py") && f.name.startsWith("foreach_reduce"))),
   },
   {
     id: "forward",
@@ -350,6 +441,17 @@ export const RULES: readonly Rule[] = [
       "Inferred. Allocated before recording began (no stack), and the optimizer is Adam-like (adam/adamw " +
       "frames): past the parameters a size's gradients account for, up to two more blocks per parameter of " +
       "that size are its exp_avg and exp_avg_sq.",
+  },
+  {
+    id: "pairs-traced-moments",
+    category: -1,
+    inferred: true,
+    scope: "trace",
+    description:
+      "Inferred. Allocated before recording began (no stack), no gradient of this size is in the file, and the " +
+      "optimizer's step made, in the trace, state of exactly this size that it kept (two moments per " +
+      "parameter): the pre-recording blocks of this size are exactly as many as those moments, so they are " +
+      "the parameters and their .grad (kept across steps): ½ parameters, ½ gradients. Any other count: no answer.",
   },
   {
     id: "engine-gradient",

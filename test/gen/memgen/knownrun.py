@@ -46,7 +46,7 @@ from .layout import Workspace, render
 from .stacks import Stacks, NATIVE, op, node
 
 MiB = 1 << 20
-CATEGORIES = ("parameters", "gradients", "optimizer_state", "activations", "input", "temporary", "workspace",
+CATEGORIES = ("parameters", "gradients", "optimizer_state", "activations", "input", "temporary", "workspace", "kv_cache",
               "other", "unknown")
 NPU_STREAM = 0xAAAB0F3C2D00  # torch_npu streams are aclrtStream pointers
 SIDE_STREAM = {"cuda": 94367872345600, "npu": 0xAAAB0F3E8A00}  # the data loader's copy stream (streams=2)
