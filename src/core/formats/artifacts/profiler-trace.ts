@@ -484,6 +484,12 @@ export function parsePythonFunction(name: string): { filename: string; line: num
   return { filename: m[1], line: Number(m[2]), name: m[3] };
 }
 
+// what a span's name says (nameFlags in buildModel; 0: not yet read)
+const NAME_READ = 1;
+const NAME_ACCUMULATE_GRAD = 2;
+const NAME_BACKWARD = 4;
+const NAME_OPTIMIZER_STEP = 8;
+
 function buildModel(c: Collected): SnapshotModel {
   const { mem, spans, strings } = c;
   const n = mem.length;
@@ -519,8 +525,9 @@ function buildModel(c: Collected): SnapshotModel {
     list.push(i);
   }
   const frameIds: number[] = [];
-  /** The frame of each span, interned once (-1: not yet; -2: a python_function that is not a frame). */
-  const frameOfSpan = new Int32Array(spans.length).fill(-1);
+  /** The frame of each (name, category) pair (-2: a python_function name that is not a frame). */
+  const frameOfName = new Map<number, number>();
+  const nameFlags = new Uint8Array(strings.length);
   for (const [th, events] of byThread) {
     const list = spansByThread.get(th) ?? [];
     const open: number[] = [];
@@ -547,24 +554,41 @@ function buildModel(c: Collected): SnapshotModel {
         if (sEnd[s] < t) continue;
         const name = strings[spans.cols[S_NAME][s]];
         const cat = spans.cols[S_CAT][s];
+        // a span's frame depends only on its name and category: interned once per distinct pair
+        const nameKey = spans.cols[S_NAME][s] * strings.length + cat;
+        let frame = frameOfName.get(nameKey);
         if (cat === pyCat) {
-          if (frameOfSpan[s] === -1) {
+          if (frame === undefined) {
             const py = parsePythonFunction(name);
-            frameOfSpan[s] = py ? b.internFrame(py.filename, py.line, py.name) : -2;
+            frame = py ? b.internFrame(py.filename, py.line, py.name) : -2;
+            frameOfName.set(nameKey, frame);
           }
-          if (frameOfSpan[s] >= 0) {
-            frameIds.push(frameOfSpan[s]);
+          if (frame >= 0) {
+            frameIds.push(frame);
             f.hasPython = true;
           }
           continue;
         }
         if (f.op === null) f.op = name;
-        if (name.includes("AccumulateGrad")) f.accumulateGrad = true;
-        if (name.startsWith("autograd::engine::evaluate_function")) f.inBackward = true;
-        if (name.startsWith("Optimizer.step#") && Number.isNaN(f.optimizerStepEnd))
-          f.optimizerStepEnd = sEnd[s];
-        if (frameOfSpan[s] === -1) frameOfSpan[s] = b.internFrame(strings[cat] || "op", 0, name);
-        frameIds.push(frameOfSpan[s]);
+        // what the name says, worked out once per distinct name (not per event and enclosing span)
+        const nameId = spans.cols[S_NAME][s];
+        let flags = nameFlags[nameId];
+        if (flags === 0) {
+          flags =
+            NAME_READ |
+            (name.includes("AccumulateGrad") ? NAME_ACCUMULATE_GRAD : 0) |
+            (name.startsWith("autograd::engine::evaluate_function") ? NAME_BACKWARD : 0) |
+            (name.startsWith("Optimizer.step#") ? NAME_OPTIMIZER_STEP : 0);
+          nameFlags[nameId] = flags;
+        }
+        if (flags & NAME_ACCUMULATE_GRAD) f.accumulateGrad = true;
+        if (flags & NAME_BACKWARD) f.inBackward = true;
+        if (flags & NAME_OPTIMIZER_STEP && Number.isNaN(f.optimizerStepEnd)) f.optimizerStepEnd = sEnd[s];
+        if (frame === undefined) {
+          frame = b.internFrame(strings[cat] || "op", 0, name);
+          frameOfName.set(nameKey, frame);
+        }
+        frameIds.push(frame);
       }
       stackOf[i] = frameIds.length > 0 ? b.internStack(frameIds) : EMPTY_STACK;
       facts[i] = f;
