@@ -222,17 +222,42 @@ export class ChromeTraceScanner {
           let depth = this.depth;
           let inString = this.inString;
           let esc = this.escape;
-          for (; i < n; i++) {
-            const d = text[i];
-            if (inString) {
+          if (inString) {
+            // finish the string (and escape) the last slice ended in
+            for (; i < n; i++) {
               if (esc) esc = false;
-              else if (d === 0x5c) esc = true;
-              else if (d === 0x22) inString = false;
-            } else if (d === 0x22) inString = true;
-            else if (d === 0x7b || d === 0x5b) {
-              if (++depth > MAX_DEPTH) this.tooDeep(this.base + i);
-            } else if (d === 0x7d || d === 0x5d) {
-              if (--depth === 0) break;
+              else if (text[i] === 0x5c) esc = true;
+              else if (text[i] === 0x22) {
+                inString = false;
+                i++;
+                break;
+              }
+            }
+          }
+          if (!inString) {
+            for (; i < n; i++) {
+              const d = text[i];
+              if (d === 0x22) {
+                // a string, to its closing quote in a tight loop (most of an event's bytes are in strings)
+                let j = i + 1;
+                for (; j < n; j++) {
+                  const e = text[j];
+                  if (e === 0x22) break;
+                  if (e === 0x5c) j++; // the escaped byte is skipped (an escaped quote does not end it)
+                }
+                if (j >= n) {
+                  // the string goes on in the next slice; j === n + 1: it ended in a backslash
+                  inString = true;
+                  esc = j === n + 1;
+                  i = n;
+                  break;
+                }
+                i = j;
+              } else if (d === 0x7b || d === 0x5b) {
+                if (++depth > MAX_DEPTH) this.tooDeep(this.base + i);
+              } else if (d === 0x7d || d === 0x5d) {
+                if (--depth === 0) break;
+              }
             }
           }
           this.depth = depth;

@@ -62,8 +62,10 @@ class Columns {
         return next;
       });
     }
-    for (let k = 0; k < this.width; k++) this.cols[k][this.length] = values[k];
-    this.length++;
+    const at = this.length;
+    const cols = this.cols;
+    for (let k = 0; k < cols.length; k++) cols[k][at] = values[k];
+    this.length = at + 1;
   }
 }
 
