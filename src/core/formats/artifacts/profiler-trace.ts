@@ -55,7 +55,7 @@ class Columns {
   }
   push(values: number[]): void {
     if (this.length === this.cap) {
-      this.cap = Math.ceil(this.cap * 1.5);
+      this.cap *= 2; // few growths: each copies every column
       this.cols = this.cols.map((c) => {
         const next = new Float64Array(this.cap);
         next.set(c);
