@@ -19,7 +19,9 @@ console.log(
     .map((x) => x.toFixed(1))
     .join(" ")}; ${cpus().length} CPUs; ${runs} runs each`,
 );
-console.log("size     model entries   median ms (min–max)      MB/s   peak RSS growth / file size (median)");
+console.log(
+  "size     model entries   median ms (min–max)      MB/s   CPU ms (min–max)   peak RSS growth / file size (median)",
+);
 for (const mb of sizesMb) {
   const file = join(dir, `trace-${mb}mb.json`);
   if (!existsSync(file))
@@ -38,7 +40,9 @@ for (const mb of sizesMb) {
   const times = results.map((x) => x.timeMs as number);
   const ms = median(times);
   const rss = median(results.map((x) => x.peakRssGrowthBytes as number));
+  // CPU time (all threads of the reading process) is the figure to compare on a shared machine
+  const cpu = results.map((x) => x.cpuMs as number);
   console.log(
-    `${(bytes / 1e6).toFixed(0).padStart(4)} MB ${String(results[0].entries).padStart(15)} ${ms.toFixed(0).padStart(10)} (${Math.min(...times).toFixed(0)}–${Math.max(...times).toFixed(0)}) ${(bytes / 1e6 / (ms / 1000)).toFixed(0).padStart(9)}   ${(rss / 2 ** 20).toFixed(0)} MiB = ${(rss / bytes).toFixed(2)}×`,
+    `${(bytes / 1e6).toFixed(0).padStart(4)} MB ${String(results[0].entries).padStart(15)} ${ms.toFixed(0).padStart(10)} (${Math.min(...times).toFixed(0)}–${Math.max(...times).toFixed(0)}) ${(bytes / 1e6 / (ms / 1000)).toFixed(0).padStart(9)}   ${median(cpu).toFixed(0).padStart(6)} (${Math.min(...cpu).toFixed(0)}–${Math.max(...cpu).toFixed(0)})   ${(rss / 2 ** 20).toFixed(0)} MiB = ${(rss / bytes).toFixed(2)}×`,
   );
 }

@@ -1,6 +1,7 @@
 // torch.profiler traces (Chrome-trace JSON, plain or gzip; `*.pt.trace.json[.gz]`) → the model.
 // Only `[memory]` / `[OutOfMemory]` events and the complete (`ph: "X"`) spans are kept from the stream
-// (json-events.ts cuts the elements out; nothing else is parsed). Each memory event becomes one
+// (json-events.ts cuts the elements out of the bytes; trace-event-bytes.ts reads their few fields without
+// decoding them, and only an event outside its plain shape is decoded and JSON.parse'd). Each memory event becomes one
 // allocation or free on its device's trace; its op and, with `with_stack=True`, its Python frames come
 // from the spans on the same pid/tid that contain its `ts` (the innermost first), so the attribution's
 // call-site rules read them as a stack. See docs/artifacts.md.
@@ -10,6 +11,7 @@ import { EMPTY_STACK, type SnapshotModel, type SourceDevice } from "../../model/
 import { SnapshotReadError } from "../errors";
 import { ChromeTraceScanner } from "./json-events";
 import { decideSpanCategories, type SpanFacts } from "./span-categories";
+import { containsText, EventFields, Kind, readEventFields, readMemoryArgs } from "./trace-event-bytes";
 
 /** c10::DeviceType → our name. */
 const DEVICE_TYPES: Record<number, string> = {
@@ -53,15 +55,17 @@ class Columns {
   }
   push(values: number[]): void {
     if (this.length === this.cap) {
-      this.cap = Math.ceil(this.cap * 1.5);
+      this.cap *= 2; // few growths: each copies every column
       this.cols = this.cols.map((c) => {
         const next = new Float64Array(this.cap);
         next.set(c);
         return next;
       });
     }
-    for (let k = 0; k < this.width; k++) this.cols[k][this.length] = values[k];
-    this.length++;
+    const at = this.length;
+    const cols = this.cols;
+    for (let k = 0; k < cols.length; k++) cols[k][at] = values[k];
+    this.length = at + 1;
   }
 }
 
@@ -158,8 +162,15 @@ function num(v: unknown): number {
   return Number.NaN;
 }
 
+/** Whether `b[from, to)` equals `own`. */
+function sameBytes(own: Uint8Array, b: Uint8Array, from: number, to: number): boolean {
+  if (own.length !== to - from) return false;
+  for (let k = 0; k < own.length; k++) if (own[k] !== b[from + k]) return false;
+  return true;
+}
+
 export async function readProfilerTrace(
-  text: AsyncIterable<string>,
+  chunks: AsyncIterable<Uint8Array>,
   fileName: string,
   byteLength: number,
   gzip: boolean,
@@ -196,96 +207,119 @@ export async function readProfilerTrace(
   let pythonSpans = 0;
   let top: Record<string, unknown> = {};
 
+  // The fast path's helpers: no string and no object per event.
+  const decoder = new TextDecoder("utf-8");
+  /** A name's or category's bytes → its string id, by a hash of the bytes (decoded once, when first seen). */
+  const idByHash = new Map<number, number>();
+  const bytesOfId: (Uint8Array | undefined)[] = [];
+  const internBytes = (b: Uint8Array, from: number, to: number) => {
+    let h = 0x811c9dc5 ^ (to - from);
+    for (let k = from; k < to; k++) h = Math.imul(h ^ b[k], 0x01000193);
+    const seen = idByHash.get(h);
+    if (seen !== undefined) {
+      const own = bytesOfId[seen];
+      if (own !== undefined && sameBytes(own, b, from, to)) return seen;
+    }
+    // first seen (or a hash collision, then decoded each time: correct, only slower)
+    const id = intern(decoder.decode(b.subarray(from, to)));
+    if (seen === undefined) {
+      idByHash.set(h, id);
+      bytesOfId[id] = b.slice(from, to);
+    }
+    return id;
+  };
+  /** Numeric pid/tid → thread id (the same id threadOf gives their String()), the last pair remembered. */
+  const threadsByNumber = new Map<number, Map<number, number>>();
+  let lastPid = Number.NaN;
+  let lastTid = Number.NaN;
+  let lastThread = -1;
+  const threadOfField = (f: EventFields, b: Uint8Array) => {
+    if (f.pidKind === Kind.number && f.tidKind === Kind.number) {
+      if (f.pid === lastPid && f.tid === lastTid) return lastThread;
+      let byTid = threadsByNumber.get(f.pid);
+      if (!byTid) threadsByNumber.set(f.pid, (byTid = new Map()));
+      let id = byTid.get(f.tid);
+      if (id === undefined) byTid.set(f.tid, (id = threadOf(f.pid, f.tid)));
+      lastPid = f.pid;
+      lastTid = f.tid;
+      lastThread = id;
+      return id;
+    }
+    const pid = f.pidKind === Kind.number ? f.pid : decoder.decode(b.subarray(f.pidFrom, f.pidTo));
+    const tid = f.tidKind === Kind.number ? f.tid : decoder.decode(b.subarray(f.tidFrom, f.tidTo));
+    return threadOf(pid, tid);
+  };
+  let lastDevType = Number.NaN;
+  let lastDevId = Number.NaN;
+  let lastDev = -1;
+  const deviceOf = (type: number, devId: number) => {
+    if (type === lastDevType && devId === lastDevId) return lastDev;
+    const dk = `${type}:${devId}`;
+    let dev = deviceKeys.get(dk);
+    if (dev === undefined) {
+      dev = deviceList.length;
+      deviceKeys.set(dk, dev);
+      deviceList.push({ type, id: devId });
+    }
+    lastDevType = type;
+    lastDevId = devId;
+    lastDev = dev;
+    return dev;
+  };
+  const memRow = new Array<number>(8);
+  const spanRow = new Array<number>(5);
+  const f = new EventFields();
+  const plainId = (k: Kind) => k === Kind.number || k === Kind.string;
+
+  /**
+   * The fast path: true when the event was read (kept or skipped) from its bytes; false when it is not in
+   * the plain shape or breaks a rule whose message the JSON.parse path gives (then that path reads it).
+   */
+  const fastEvent = (b: Uint8Array, from: number, to: number): boolean => {
+    if (!readEventFields(b, from, to, f)) return false;
+    if (f.memoryName !== 0) {
+      if (f.unchecked || !readMemoryArgs(b, f)) return false;
+      if (f.tsKind !== Kind.number || !plainId(f.pidKind) || !plainId(f.tidKind)) return false;
+      const { bytes, deviceType: type, deviceId: id, addr, totalAllocated: ta, totalReserved: tr } = f;
+      if (!Number.isFinite(bytes) || !Number.isFinite(type)) return false;
+      if (!(Math.abs(bytes) <= MAX_SAFE) || Math.abs(addr) > MAX_SAFE || Math.abs(ta) > MAX_SAFE)
+        return false;
+      if (Math.abs(tr) > MAX_SAFE) return false;
+      const devId = Number.isFinite(id) ? id : type === 0 ? -1 : 0;
+      if (Number.isFinite(addr)) hasAddr = true;
+      if (Number.isFinite(ta)) hasTotals = true;
+      memRow[0] = f.ts;
+      memRow[1] = threadOfField(f, b);
+      memRow[2] = deviceOf(type, devId);
+      memRow[3] = bytes;
+      memRow[4] = addr;
+      memRow[5] = ta;
+      memRow[6] = tr;
+      memRow[7] = f.memoryName === 2 ? 1 : 0;
+      mem.push(memRow);
+      return true;
+    }
+    if (f.phX) {
+      if (f.nameKind !== Kind.string || f.tsKind !== Kind.number || f.durKind !== Kind.number) return false;
+      if (!plainId(f.pidKind) || !plainId(f.tidKind)) return false;
+      const cat = f.catKind === Kind.string ? internBytes(b, f.catFrom, f.catTo) : intern("");
+      if (strings[cat] === "python_function") pythonSpans++;
+      spanRow[0] = threadOfField(f, b);
+      spanRow[1] = f.ts;
+      spanRow[2] = f.ts + Math.max(0, f.dur);
+      spanRow[3] = internBytes(b, f.nameFrom, f.nameTo);
+      spanRow[4] = cat;
+      spans.push(spanRow);
+      return true;
+    }
+    // neither: skipped, unless it mentions a memory event's name (then JSON.parse checks it, as before)
+    return !containsText(b, from, to, "[memory]") && !containsText(b, from, to, "[OutOfMemory]");
+  };
+
   const scanner = new ChromeTraceScanner(
     {
-      event(t, at) {
-        // cheap filters before parsing: a memory event, or a complete span
-        const isMem = t.includes("[memory]") || t.includes("[OutOfMemory]");
-        if (!isMem && !/"ph"\s*:\s*"X"/.test(t)) return;
-        if (!isMem) {
-          // a span: its few fields are read from the text before "args", without parsing the args
-          const q = quickSpan(t);
-          if (q) {
-            if (q.cat === "python_function") pythonSpans++;
-            spans.push([
-              threadOf(q.pid, q.tid),
-              q.ts,
-              q.ts + Math.max(0, q.dur),
-              intern(q.name),
-              intern(q.cat),
-            ]);
-            return;
-          }
-        }
-        let e: RawEvent;
-        try {
-          e = JSON.parse(t) as RawEvent;
-        } catch (err) {
-          throw new SnapshotReadError(
-            "corrupt",
-            `${fileName}: the trace event at character ${at} is not valid JSON (${(err as Error).message}). Export the trace again.`,
-            at,
-          );
-        }
-        if (isMem && (e.name === "[memory]" || e.name === "[OutOfMemory]")) {
-          const a = e.args ?? {};
-          const ts = num(e.ts);
-          const bytes = num(a.Bytes);
-          const type = num(a["Device Type"]);
-          const id = num(a["Device Id"]);
-          if (!Number.isFinite(ts) || !Number.isFinite(bytes) || !Number.isFinite(type)) {
-            throw new SnapshotReadError(
-              "corrupt",
-              `${fileName}: the ${e.name} event at character ${at} lacks a number for ts, Bytes or Device Type. Export the trace again.`,
-              at,
-            );
-          }
-          const addr = num(a.Addr);
-          const ta = num(a["Total Allocated"]);
-          const tr = num(a["Total Reserved"]);
-          for (const [what, v] of [
-            ["Bytes", bytes],
-            ["Addr", addr],
-            ["Total Allocated", ta],
-            ["Total Reserved", tr],
-          ] as const) {
-            if (Math.abs(v) > MAX_SAFE) {
-              throw new SnapshotReadError(
-                "corrupt",
-                `${fileName}: the ${e.name} event at character ${at} has ${what} = ${v}, beyond any real byte count or address (2^53). The file is damaged; export the trace again.`,
-                at,
-              );
-            }
-          }
-          const devId = Number.isFinite(id) ? id : type === 0 ? -1 : 0;
-          const dk = `${type}:${devId}`;
-          let dev = deviceKeys.get(dk);
-          if (dev === undefined) {
-            dev = deviceList.length;
-            deviceKeys.set(dk, dev);
-            deviceList.push({ type, id: devId });
-          }
-          if (Number.isFinite(addr)) hasAddr = true;
-          if (Number.isFinite(ta)) hasTotals = true;
-          mem.push([
-            ts,
-            threadOf(e.pid, e.tid),
-            dev,
-            bytes,
-            addr,
-            ta,
-            tr,
-            e.name === "[OutOfMemory]" ? 1 : 0,
-          ]);
-          return;
-        }
-        if (e.ph !== "X") return;
-        const ts = num(e.ts);
-        const dur = num(e.dur);
-        if (!Number.isFinite(ts) || !Number.isFinite(dur) || typeof e.name !== "string") return;
-        const cat = typeof e.cat === "string" ? e.cat : "";
-        if (cat === "python_function") pythonSpans++;
-        spans.push([threadOf(e.pid, e.tid), ts, ts + Math.max(0, dur), intern(e.name), intern(cat)]);
+      event(b, from, to, at) {
+        if (!fastEvent(b, from, to)) slowEvent(decoder.decode(b.subarray(from, to)), at);
       },
       topLevel(key, value) {
         if (key === "distributedInfo" || key === "baseTimeNanoseconds" || key === "with_stack")
@@ -295,7 +329,91 @@ export async function readProfilerTrace(
     },
     fileName,
   );
-  for await (const t of text) scanner.feed(t);
+
+  /** The event as text, read as before this reader had a fast path (quickSpan, else JSON.parse). */
+  function slowEvent(t: string, at: number): void {
+    {
+      // cheap filters before parsing: a memory event, or a complete span
+      const isMem = t.includes("[memory]") || t.includes("[OutOfMemory]");
+      if (!isMem && !/"ph"\s*:\s*"X"/.test(t)) return;
+      if (!isMem) {
+        // a span: its few fields are read from the text before "args", without parsing the args
+        const q = quickSpan(t);
+        if (q) {
+          if (q.cat === "python_function") pythonSpans++;
+          spans.push([
+            threadOf(q.pid, q.tid),
+            q.ts,
+            q.ts + Math.max(0, q.dur),
+            intern(q.name),
+            intern(q.cat),
+          ]);
+          return;
+        }
+      }
+      let e: RawEvent;
+      try {
+        e = JSON.parse(t) as RawEvent;
+      } catch (err) {
+        throw new SnapshotReadError(
+          "corrupt",
+          `${fileName}: the trace event at byte ${at} is not valid JSON (${(err as Error).message}). Export the trace again.`,
+          at,
+        );
+      }
+      if (isMem && (e.name === "[memory]" || e.name === "[OutOfMemory]")) {
+        const a = e.args ?? {};
+        const ts = num(e.ts);
+        const bytes = num(a.Bytes);
+        const type = num(a["Device Type"]);
+        const id = num(a["Device Id"]);
+        if (!Number.isFinite(ts) || !Number.isFinite(bytes) || !Number.isFinite(type)) {
+          throw new SnapshotReadError(
+            "corrupt",
+            `${fileName}: the ${e.name} event at byte ${at} lacks a number for ts, Bytes or Device Type. Export the trace again.`,
+            at,
+          );
+        }
+        const addr = num(a.Addr);
+        const ta = num(a["Total Allocated"]);
+        const tr = num(a["Total Reserved"]);
+        for (const [what, v] of [
+          ["Bytes", bytes],
+          ["Addr", addr],
+          ["Total Allocated", ta],
+          ["Total Reserved", tr],
+        ] as const) {
+          if (Math.abs(v) > MAX_SAFE) {
+            throw new SnapshotReadError(
+              "corrupt",
+              `${fileName}: the ${e.name} event at byte ${at} has ${what} = ${v}, beyond any real byte count or address (2^53). The file is damaged; export the trace again.`,
+              at,
+            );
+          }
+        }
+        const devId = Number.isFinite(id) ? id : type === 0 ? -1 : 0;
+        const dk = `${type}:${devId}`;
+        let dev = deviceKeys.get(dk);
+        if (dev === undefined) {
+          dev = deviceList.length;
+          deviceKeys.set(dk, dev);
+          deviceList.push({ type, id: devId });
+        }
+        if (Number.isFinite(addr)) hasAddr = true;
+        if (Number.isFinite(ta)) hasTotals = true;
+        mem.push([ts, threadOf(e.pid, e.tid), dev, bytes, addr, ta, tr, e.name === "[OutOfMemory]" ? 1 : 0]);
+        return;
+      }
+      if (e.ph !== "X") return;
+      const ts = num(e.ts);
+      const dur = num(e.dur);
+      if (!Number.isFinite(ts) || !Number.isFinite(dur) || typeof e.name !== "string") return;
+      const cat = typeof e.cat === "string" ? e.cat : "";
+      if (cat === "python_function") pythonSpans++;
+      spans.push([threadOf(e.pid, e.tid), ts, ts + Math.max(0, dur), intern(e.name), intern(cat)]);
+    }
+  }
+  for await (const chunk of chunks) scanner.feed(chunk);
   scanner.finish();
 
   if (mem.length === 0) {
@@ -368,6 +486,12 @@ export function parsePythonFunction(name: string): { filename: string; line: num
   return { filename: m[1], line: Number(m[2]), name: m[3] };
 }
 
+// what a span's name says (nameFlags in buildModel; 0: not yet read)
+const NAME_READ = 1;
+const NAME_ACCUMULATE_GRAD = 2;
+const NAME_BACKWARD = 4;
+const NAME_OPTIMIZER_STEP = 8;
+
 function buildModel(c: Collected): SnapshotModel {
   const { mem, spans, strings } = c;
   const n = mem.length;
@@ -403,8 +527,9 @@ function buildModel(c: Collected): SnapshotModel {
     list.push(i);
   }
   const frameIds: number[] = [];
-  /** The frame of each span, interned once (-1: not yet; -2: a python_function that is not a frame). */
-  const frameOfSpan = new Int32Array(spans.length).fill(-1);
+  /** The frame of each (name, category) pair (-2: a python_function name that is not a frame). */
+  const frameOfName = new Map<number, number>();
+  const nameFlags = new Uint8Array(strings.length);
   for (const [th, events] of byThread) {
     const list = spansByThread.get(th) ?? [];
     const open: number[] = [];
@@ -431,24 +556,41 @@ function buildModel(c: Collected): SnapshotModel {
         if (sEnd[s] < t) continue;
         const name = strings[spans.cols[S_NAME][s]];
         const cat = spans.cols[S_CAT][s];
+        // a span's frame depends only on its name and category: interned once per distinct pair
+        const nameKey = spans.cols[S_NAME][s] * strings.length + cat;
+        let frame = frameOfName.get(nameKey);
         if (cat === pyCat) {
-          if (frameOfSpan[s] === -1) {
+          if (frame === undefined) {
             const py = parsePythonFunction(name);
-            frameOfSpan[s] = py ? b.internFrame(py.filename, py.line, py.name) : -2;
+            frame = py ? b.internFrame(py.filename, py.line, py.name) : -2;
+            frameOfName.set(nameKey, frame);
           }
-          if (frameOfSpan[s] >= 0) {
-            frameIds.push(frameOfSpan[s]);
+          if (frame >= 0) {
+            frameIds.push(frame);
             f.hasPython = true;
           }
           continue;
         }
         if (f.op === null) f.op = name;
-        if (name.includes("AccumulateGrad")) f.accumulateGrad = true;
-        if (name.startsWith("autograd::engine::evaluate_function")) f.inBackward = true;
-        if (name.startsWith("Optimizer.step#") && Number.isNaN(f.optimizerStepEnd))
-          f.optimizerStepEnd = sEnd[s];
-        if (frameOfSpan[s] === -1) frameOfSpan[s] = b.internFrame(strings[cat] || "op", 0, name);
-        frameIds.push(frameOfSpan[s]);
+        // what the name says, worked out once per distinct name (not per event and enclosing span)
+        const nameId = spans.cols[S_NAME][s];
+        let flags = nameFlags[nameId];
+        if (flags === 0) {
+          flags =
+            NAME_READ |
+            (name.includes("AccumulateGrad") ? NAME_ACCUMULATE_GRAD : 0) |
+            (name.startsWith("autograd::engine::evaluate_function") ? NAME_BACKWARD : 0) |
+            (name.startsWith("Optimizer.step#") ? NAME_OPTIMIZER_STEP : 0);
+          nameFlags[nameId] = flags;
+        }
+        if (flags & NAME_ACCUMULATE_GRAD) f.accumulateGrad = true;
+        if (flags & NAME_BACKWARD) f.inBackward = true;
+        if (flags & NAME_OPTIMIZER_STEP && Number.isNaN(f.optimizerStepEnd)) f.optimizerStepEnd = sEnd[s];
+        if (frame === undefined) {
+          frame = b.internFrame(strings[cat] || "op", 0, name);
+          frameOfName.set(nameKey, frame);
+        }
+        frameIds.push(frame);
       }
       stackOf[i] = frameIds.length > 0 ? b.internStack(frameIds) : EMPTY_STACK;
       facts[i] = f;

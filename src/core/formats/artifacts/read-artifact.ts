@@ -44,7 +44,7 @@ export async function readTraceIfChromeTrace(
 ): Promise<SnapshotModel | null> {
   const text = new TextDecoder("utf-8").decode(head.subarray(0, 4096));
   if (!looksLikeChromeTrace(text)) return null;
-  return readProfilerTrace(textOf(chunks), fileName, byteLength, gzip);
+  return readProfilerTrace(chunks, fileName, byteLength, gzip);
 }
 
 /** A parsed JSON value that is an export_memory_timeline file → its model; null otherwise. */
