@@ -72,6 +72,20 @@ function topMatchBytes(n: CliNode): number {
   return n.children.reduce((s, c) => s + topMatchBytes(c), 0);
 }
 
+/** Pixels of the timeline's search layer painted in the search colour (#00A5C8, give or take blending). */
+async function searchColourPixels(page: Page): Promise<number> {
+  return page.getByTestId("tree-search-layer").evaluate((c: HTMLCanvasElement) => {
+    const ctx = c.getContext("2d");
+    if (!ctx) return 0;
+    const d = ctx.getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (d[i + 3] > 200 && d[i] < 40 && Math.abs(d[i + 1] - 165) < 30 && Math.abs(d[i + 2] - 200) < 30) n++;
+    }
+    return n;
+  });
+}
+
 async function shot(page: Page, name: string, target?: ReturnType<Page["locator"]>) {
   mkdirSync(SHOTS, { recursive: true });
   if (!target) {
@@ -243,8 +257,9 @@ test.describe("call tree", () => {
     const mapLegend = page.getByTestId("map-search-legend");
     await expect(mapLegend).toHaveAttribute("data-bytes", String(py.optimizerMatch));
     await showTab(page, "Call tree");
-    // The timeline: a line of the matching bytes over time, named in its legend.
+    // The timeline: a line of the matching bytes over time (painted in the search colour), named in its legend.
     await expect(page.getByTestId("tree-search-layer")).toBeVisible();
+    await expect.poll(() => searchColourPixels(page)).toBeGreaterThan(100);
     await expect(page.getByTestId("tree-search-legend")).toContainText("optimizer.py");
     // "Each allocation" mode: the matching bands are outlined (counted in the legend).
     await page.getByTestId("mode-allocations").click();

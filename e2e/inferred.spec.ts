@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "@playwright/test";
-import { cli, dropFile, REAL, ROOT, real, waitIdle, watchConsole } from "./helpers";
+import { cli, dropFile, ROOT, real, showTab, waitIdle, watchConsole } from "./helpers";
 
 /** `generate.py known --record-from after-build --moment step2 OUT`: OUT, OUT.counters.json, OUT.truth.json. */
 function afterBuildFixture(): { file: string; truth: any } {
@@ -93,7 +93,8 @@ test.describe("inferred categories", () => {
     await expect(legend).toHaveAttribute("data-inferred", "matches-gradient");
     expect(await legend.getAttribute("title")).toContain("inferred (matches-gradient)");
 
-    // Segment map: the inferred blocks are counted in its legend (drawn hatched).
+    // Segment map (its tab): the inferred blocks are counted in its legend (drawn hatched).
+    await showTab(page, "Segments");
     expect(Number(await page.getByTestId("map-legend-inferred").getAttribute("data-value"))).toBe(
       unrecorded.parameters,
     );
@@ -107,6 +108,7 @@ test.describe("inferred categories", () => {
     await waitIdle(page);
     // Walk the map's rows until a block says it was inferred (the parameters, allocated by model.to()
     // before recording began).
+    await showTab(page, "Segments");
     const canvas = page.getByTestId("segment-map-canvas");
     await canvas.scrollIntoViewIfNeeded();
     const box = (await canvas.boundingBox())!;
@@ -192,14 +194,57 @@ test.describe("honest peak", () => {
     // The premise, from the CLI: no sidecar beside the file, and a replayed peak that is only the window's.
     expect(report.counters).toBeNull();
     expect(report.peak.isRunPeak).toBe(false);
-    expect(REAL).toBeTruthy();
+    // …and from the file itself (Python's unpickler, no peakscope code): the trace starts late — blocks
+    // no trace event allocated (live at the snapshot, or freed inside the trace) were already allocated
+    // when recording began; their bytes are what the trace begins with.
+    const py = spawnSync(
+      "python3",
+      [
+        "-c",
+        `
+import json, pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+live = {}; events = 0; before = 0
+for t in s.get("device_traces") or []:
+    for e in t:
+        events += 1
+        if e["action"] == "alloc":
+            live[e["addr"]] = e["size"]
+        elif e["action"] == "free_completed":
+            if e["addr"] in live:
+                del live[e["addr"]]
+            else:
+                before += e["size"]  # allocated before the trace, freed inside it
+for seg in s["segments"]:
+    addr = seg["address"]
+    for b in seg["blocks"]:
+        if b["state"] == "active_allocated" and addr not in live:
+            before += b["size"]
+        addr += b["size"]
+print(json.dumps({"events": events, "beforeTraceBytes": before}))
+`,
+        real(name),
+      ],
+      { encoding: "utf8", maxBuffer: 64 << 20 },
+    );
+    expect(py.status, py.stderr).toBe(0);
+    const late = JSON.parse(py.stdout) as { events: number; beforeTraceBytes: number };
+    expect(late.events).toBeGreaterThan(0);
+    expect(late.beforeTraceBytes).toBeGreaterThan(0);
     await page.goto("./");
     await dropFile(page, real(name));
     await waitIdle(page);
     const peak = page.getByTestId("peak-gap");
     await expect(peak).toHaveAttribute("data-run-peak", "0");
+    // The card's title says whose peak it is; the disclosure says why and how much was there before.
+    await expect(peak.getByRole("heading")).toContainText("Peak of the recorded window vs snapshot");
+    await expect(peak.getByTestId("peak-not-in-file")).toContainText("(recorded window)");
     await expect(peak.getByTestId("peak-not-in-file")).toContainText(
-      "Peak of the recorded window — the run's peak is not in this file",
+      "so the run's peak may have come before it",
+    );
+    await expect(peak.getByTestId("peak-not-in-file").locator(".bytes").nth(1)).toHaveAttribute(
+      "data-bytes",
+      String(late.beforeTraceBytes),
     );
     await expect(peak.getByTestId("peak-not-in-file")).toContainText("max_memory_allocated");
     await expect(peak.getByTestId("peak-not-in-file")).toContainText("max_entries");
@@ -208,7 +253,8 @@ test.describe("honest peak", () => {
     expect(Number(await page.getByTestId("peak-bytes").getAttribute("data-value"))).toBe(
       report.peak.allocatedBytes,
     );
-    // The snapshot-vs-peak check is skipped with the core's explanation.
+    // The snapshot-vs-peak check (the Checks tab) is skipped with the core's explanation.
+    await showTab(page, "Checks");
     const check = page.getByTestId("checks").locator('[data-check="snapshot-vs-peak"]');
     await expect(check).toHaveAttribute("data-status", "skipped");
     await expect(check.locator(".why")).toContainText("the run's peak is not in this file");

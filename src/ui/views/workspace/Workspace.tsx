@@ -15,10 +15,18 @@ import { TABS } from "./tabs";
 
 /** The timeline's canvas height inside the strip (the whole strip stays under ~40 % of 900 px). */
 const STRIP_PLOT_HEIGHT = 170;
+/**
+ * "Each allocation" draws a band only for an allocation at least one pixel tall (peak / plot height): in
+ * the 170 px strip a 6 GiB training run's bands are all under a pixel (nothing drawn, and the Call tree
+ * search has no band to outline). The user asked for the bands, so the strip grows to the old card's
+ * height while that mode is on (the tabs below scroll).
+ */
+const ALLOCATIONS_PLOT_HEIGHT = 330;
 
 export function Workspace() {
   const S = useSide();
   const device = S((s) => s.device);
+  const bandsMode = S((s) => s.timelineMode === "allocations");
   const tab = useWorkspace((w) => w.tab);
   const setTab = useWorkspace((w) => w.setTab);
   const active = TABS.find((t) => t.id === tab) ?? TABS[0];
@@ -44,7 +52,7 @@ export function Workspace() {
       <div className="ws-strip" data-testid="strip">
         <MomentBar />
         <ErrorBoundary name="timeline">
-          <Timeline key={device} height={STRIP_PLOT_HEIGHT} />
+          <Timeline key={device} height={bandsMode ? ALLOCATIONS_PLOT_HEIGHT : STRIP_PLOT_HEIGHT} />
         </ErrorBoundary>
       </div>
       <div className="ws-body">
