@@ -68,8 +68,13 @@ export async function dropFiles(
 /**
  * Waits until the page says it finished (body[data-state] is ready, error or empty and no worker request
  * is in flight), then checks the state is one of `states`; a wrong state fails with the page's error text.
+ * `timeoutMs`: longer for loads that are heavy by design (many large files at once) on a shared machine.
  */
-export async function waitIdle(page: Page, states: string[] = ["ready"]): Promise<string> {
+export async function waitIdle(
+  page: Page,
+  states: string[] = ["ready"],
+  timeoutMs = 60_000,
+): Promise<string> {
   const handle = await page.waitForFunction(
     () => {
       const b = document.body;
@@ -77,7 +82,7 @@ export async function waitIdle(page: Page, states: string[] = ["ready"]): Promis
       return (s === "ready" || s === "error" || s === "empty") && b.dataset.busy === "0" ? s : null;
     },
     undefined,
-    { timeout: 60_000 },
+    { timeout: timeoutMs },
   );
   const state = (await handle.jsonValue()) as string;
   if (!states.includes(state)) {

@@ -151,10 +151,8 @@ test.describe("memory", () => {
     test.setTimeout(240_000);
     const errors = watchConsole(page);
     await page.goto("./");
-    const t0 = Date.now();
     const most = await loads(page, 20);
     const after20 = await measureSettled(page);
-    const seconds = (Date.now() - t0) / 1000;
     // A fresh page, 3 loads: the tab once the first loads have warmed up.
     const fresh = await context.newPage();
     const freshErrors = watchConsole(fresh);
@@ -164,7 +162,7 @@ test.describe("memory", () => {
     const mb = (b: number) => (b / 1e6).toFixed(1);
     const total = (m: { page: number; workers: number }) => m.page + m.workers;
     console.log(
-      `20 loads in ${seconds.toFixed(1)} s: ${mb(total(after20))} MB (page ${mb(after20.page)}, ${after20.count} workers ${mb(after20.workers)}); a fresh page after 3: ${mb(total(after3))} MB`,
+      `20 loads: ${mb(total(after20))} MB (page ${mb(after20.page)}, ${after20.count} workers ${mb(after20.workers)}); a fresh page after 3: ${mb(total(after3))} MB`,
     );
     // The worker that holds the file, and at most one spare started for the next (client.ts: prewarm),
     // each with its reader (workers/parallel-reader.ts): 4 at most, after every load.

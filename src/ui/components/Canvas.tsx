@@ -26,6 +26,8 @@ interface Props {
   className?: string;
   style?: CSSProperties;
   testId?: string;
+  /** Extra `data-*` attributes (what the canvas shows, for tests and tools: pixels are not readable). */
+  dataset?: Record<string, string | number>;
   ariaLabel: string;
   onSize?: (width: number, height: number) => void;
   onPointerMove?: (e: React.PointerEvent<HTMLCanvasElement>) => void;
@@ -126,6 +128,7 @@ export const Canvas = forwardRef<CanvasHandle, Props>(function Canvas(props, ref
       ref={canvas}
       className={props.className}
       data-testid={props.testId}
+      {...Object.fromEntries(Object.entries(props.dataset ?? {}).map(([k, v]) => [`data-${k}`, v]))}
       role="img"
       aria-label={props.ariaLabel}
       style={{

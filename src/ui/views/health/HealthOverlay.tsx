@@ -122,11 +122,22 @@ export function HealthOverlay({ height }: { height: number }) {
 
   // Nothing at all while every curve is off: the timeline is exactly as without the overlay.
   if (!hasReplay || !any) return null;
+  // Each drawn curve's max in view (as the legend says it), readable where the pixels are not.
+  const maxes: Record<string, number> = {};
+  if (answer) {
+    for (const c of CURVES) {
+      if (!shown[c.key]) continue;
+      let max = 0;
+      for (const v of answer[c.key as CurveKey]) if (Number.isFinite(v) && v > max) max = v;
+      maxes[`max-${c.key.replace(/[A-Z]/g, (m) => `-${m.toLowerCase()}`)}`] = max;
+    }
+  }
   return (
     <Canvas
       draw={draw}
       height={height}
       testId="health-overlay"
+      dataset={maxes}
       ariaLabel="Allocator health curves over the timeline"
       onSize={setWidth}
       style={{

@@ -148,7 +148,7 @@ export function RankOverview() {
                   <th className="bar-col">categories at the {basis}</th>
                   <th
                     className="checks-col"
-                    title="The report's consistency checks (a dump taken after the step normally fails snapshot-vs-peak)"
+                    title="The report's consistency checks: real failures only (a dump taken away from the peak is information, listed in grey)"
                   >
                     checks
                   </th>
@@ -174,15 +174,6 @@ export function RankOverview() {
               </tbody>
             </table>
           </div>
-          {rows.some(
-            (r) => r.failedChecks.length > 0 && r.failedChecks.every((c) => c === "snapshot-vs-peak"),
-          ) && (
-            <p className="muted small">
-              † snapshot-vs-peak fails when the dump was taken away from the peak (after the step): normal —
-              the snapshot alone does not show the peak, the peak column does. Open the file for the other
-              checks.
-            </p>
-          )}
           <div className="legend" data-testid="rank-legend">
             {categories.map((c) => (
               <span key={c}>
@@ -294,7 +285,6 @@ function Row({
     .sort((a, b) => b[1] - a[1]);
   const total = parts.reduce((a, [, v]) => a + v, 0);
   const countersError = entry.result?.countersError ?? null;
-  const onlyAfterStep = r.failedChecks.length > 0 && r.failedChecks.every((c) => c === "snapshot-vs-peak");
   return (
     <tr
       className={outlier ? "rank-row outlier" : "rank-row"}
@@ -416,23 +406,22 @@ function Row({
       </td>
       <td className="checks-col">
         <span
-          className={r.checks === "pass" ? "status-pass" : onlyAfterStep ? "checks-normal" : "status-fail"}
-          title={
-            r.failedChecks.length === 0
-              ? "every check passed"
-              : onlyAfterStep
-                ? "snapshot-vs-peak: the dump was taken away from the peak (normal for a dump after the step); open the file to see the peak"
-                : `failed: ${r.failedChecks.join(", ")}`
-          }
+          className={r.checks === "pass" ? "status-pass" : "status-fail"}
+          title={r.failedChecks.length === 0 ? "no check failed" : `failed: ${r.failedChecks.join(", ")}`}
           data-testid="rank-checks"
           data-status={r.checks}
+          data-info={r.infoChecks.join(" ")}
         >
           {r.checks === "pass" ? "pass" : `fail (${r.failedChecks.length})`}
         </span>
-        {r.failedChecks.length > 0 && (
-          <div className="muted small">
-            {r.failedChecks.join(", ")}
-            {onlyAfterStep ? " †" : ""}
+        {r.failedChecks.length > 0 && <div className="muted small">{r.failedChecks.join(", ")}</div>}
+        {/* Information, never a failure (issue 21): e.g. a dump taken away from the peak (after the step). */}
+        {r.infoChecks.length > 0 && (
+          <div
+            className="muted small"
+            title="Information, not a failure: the snapshot was taken away from the peak (normal for a dump after the step); the peak column shows the peak"
+          >
+            info: {r.infoChecks.join(", ")}
           </div>
         )}
       </td>
