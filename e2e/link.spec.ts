@@ -3,16 +3,26 @@
 // or missing URL says why; garbage parameters are ignored with a notice; a link made from a dropped file
 // carries its name and content hash (never the file) and asks for it; no request ever carries file bytes.
 
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { expect, type Page, test } from "@playwright/test";
-import { cli, dropFile, dropFiles, real, waitIdle, watchConsole } from "./helpers";
+import { cli, dropFile, dropFiles, ROOT, real, showTab, waitIdle, watchConsole } from "./helpers";
 
 const SMALL = "ZidongLiu__DeComFL__memory.pickle";
 const INFERENCE = "Wedsonlin__assignment2-systems__medium_256_inference_memory_snapshot.pickle";
 const TRAINING = "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle";
+
+/** The independent inspector (Python's own unpickler, no peakscope code): trace entry counts. */
+const pyInspect = (name: string): any =>
+  JSON.parse(
+    execFileSync("python3", [`${ROOT}/test/tools/py_inspect.py`, real(name)], {
+      encoding: "utf8",
+      maxBuffer: 64 << 20,
+    }),
+  );
 
 /**
  * The test's own file server: /cors/NAME answers with Access-Control-Allow-Origin: *, /nocors/NAME
@@ -93,7 +103,7 @@ test.describe("links", () => {
     page,
   }) => {
     const errors = watchConsole(page);
-    const inspect = cli(["inspect", real(SMALL), "--json"]).json;
+    const inspect = pyInspect(SMALL);
     const pin = Math.floor(inspect.devices[0].traceEntries / 2);
     const src = `${srv.url}/slow/${SMALL}`;
     await page.goto(
@@ -109,7 +119,13 @@ test.describe("links", () => {
     );
     const v = await timeline(page);
     expect(v).toEqual({ axis: "event", mode: "allocations", cat: "parameters", t0: 1000, t1: 5000 });
-    await expect(page.getByTestId("segment-map")).toHaveAttribute("data-event", String(pin));
+    // The pinned event is the page's one moment.
+    await expect(page.locator("body")).toHaveAttribute("data-moment", `event:${pin}`);
+    // The highlighted category is pressed in the Summary's category table (the tab a file opens on).
+    await expect(page.getByRole("tab", { name: "Summary", exact: true })).toHaveAttribute(
+      "aria-selected",
+      "true",
+    );
     await expect(
       page.getByTestId("categories").locator('tr[data-category="parameters"] button'),
     ).toHaveAttribute("aria-pressed", "true");
@@ -122,6 +138,9 @@ test.describe("links", () => {
           `^#v=1&src=${src.replace(/[.?]/g, "\\$&")}&device=0&view=allocations&axis=event&t0=1000&t1=5000&pin=${pin}&cat=parameters`,
         ),
       );
+    // The segment map (its own tab) shows the state after the pinned event.
+    await showTab(page, "Segments");
+    await expect(page.getByTestId("segment-map")).toHaveAttribute("data-event", String(pin));
 
     // src + src2: a comparison, the difference equal to the CLI's.
     const report = cli(["report", real(INFERENCE), "--compare", real(TRAINING), "--json"]).json;
@@ -203,7 +222,7 @@ test.describe("links", () => {
     expect(await waitIdle(page, ["empty"])).toBe("empty");
     await expect(page.locator("body")).toHaveAttribute("data-cancelled", "1");
     await expect(page.getByTestId("progress")).toHaveCount(0);
-    const inspect = cli(["inspect", real(SMALL), "--json"]).json;
+    const inspect = pyInspect(SMALL);
     await page.goto(`./#v=1&src=${encodeURIComponent(`${srv.url}/cors/${SMALL}`)}`);
     await waitIdle(page);
     expect(Number(await page.getByTestId("summary-trace-entries").getAttribute("data-value"))).toBe(
@@ -246,13 +265,29 @@ test.describe("links", () => {
     await waitIdle(page);
     // Zoom and pin something, then copy the link.
     const c = (await page.getByTestId("timeline-canvas").boundingBox())!;
+    const whole = await timeline(page);
     await page.mouse.move(c.x + c.width * 0.5, c.y + c.height * 0.5);
     await page.mouse.wheel(0, -500);
+    // the wheel zoomed in: the visible range is narrower than before
+    await expect
+      .poll(async () => {
+        const z = await timeline(page);
+        return z.t1 - z.t0;
+      })
+      .toBeLessThan(whole.t1 - whole.t0);
     await waitIdle(page);
+    const body = page.locator("body");
+    const before = await body.getAttribute("data-moment");
     await page.mouse.click(c.x + c.width * 0.5, c.y + c.height * 0.5);
+    // the click pinned an event: the page's one moment is that event (not the peak it opened at)
+    await expect(body).not.toHaveAttribute("data-moment", before ?? "");
+    await expect(body).toHaveAttribute("data-moment", /^event:\d+$/);
     await waitIdle(page);
-    const pinned = await page.getByTestId("segment-map").getAttribute("data-event");
+    const pinned = (await body.getAttribute("data-moment"))!.slice("event:".length);
     expect(Number(pinned)).toBeGreaterThan(0);
+    // the segment map (its own tab) shows the state after that event
+    await showTab(page, "Segments");
+    await expect(page.getByTestId("segment-map")).toHaveAttribute("data-event", pinned!);
     const view = await timeline(page);
     await page.getByTestId("copy-link").click();
     const link = await page.getByTestId("link-text").inputValue();
@@ -297,12 +332,14 @@ test.describe("links", () => {
     expect(restored.axis).toBe(view.axis);
     expect(Math.abs(restored.t0 - view.t0)).toBeLessThanOrEqual(1);
     expect(Math.abs(restored.t1 - view.t1)).toBeLessThanOrEqual(1);
+    await expect(other.locator("body")).toHaveAttribute("data-moment", `event:${pinned}`);
+    await showTab(other, "Segments");
     await expect(other.getByTestId("segment-map")).toHaveAttribute("data-event", pinned!);
     expect(errors).toEqual([]);
     expect(otherErrors).toEqual([]);
   });
 
-  test("a link made from two compared files asks for both and restores the comparison", async ({
+  test("a link made from two compared files asks for both and restores the comparison and its shared axis", async ({
     page,
     context,
   }) => {
@@ -311,11 +348,22 @@ test.describe("links", () => {
     await page.goto("./");
     await dropFiles(page, [real(INFERENCE), real(TRAINING)]);
     await waitIdle(page);
-    await page.getByTestId("link-toggle").uncheck();
+    // By default each file has its own time axis, and the link says so.
+    const toggle = page.getByTestId("link-toggle");
+    await expect(toggle).not.toBeChecked();
+    await page.getByTestId("copy-link").click();
+    const own = new URLSearchParams(new URL(await page.getByTestId("link-text").inputValue()).hash.slice(1));
+    expect([own.get("name"), own.get("name2"), own.get("link")]).toEqual([INFERENCE, TRAINING, "0"]);
+    // Turned on (not the default, so the restored page can only have it from the link): link=1.
+    // (Escape closes the link box first, as it covers the compare bar.)
+    await page.keyboard.press("Escape");
+    await expect(page.getByTestId("link-text")).toHaveCount(0);
+    await toggle.check();
+    await waitIdle(page);
     await page.getByTestId("copy-link").click();
     const link = await page.getByTestId("link-text").inputValue();
     const params = new URLSearchParams(new URL(link).hash.slice(1));
-    expect([params.get("name"), params.get("name2"), params.get("link")]).toEqual([INFERENCE, TRAINING, "0"]);
+    expect([params.get("name"), params.get("name2"), params.get("link")]).toEqual([INFERENCE, TRAINING, "1"]);
 
     const other = await context.newPage();
     await other.goto(link);
@@ -326,7 +374,7 @@ test.describe("links", () => {
     await expect(other.getByTestId("column-a").getByTestId("column-file")).toHaveText(INFERENCE);
     await expect(other.locator('[data-testid=notice][data-topic=match][data-kind="ok"]')).toHaveCount(2);
     await expect(other.getByTestId("verdict")).toHaveText(report.compare.verdict);
-    await expect(other.getByTestId("link-toggle")).not.toBeChecked();
+    await expect(other.getByTestId("link-toggle")).toBeChecked();
     expect(errors).toEqual([]);
   });
 

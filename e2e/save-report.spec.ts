@@ -4,11 +4,12 @@
 // messages say where capturing is explained (the README's "Capture" section: the built site does not ship
 // the README, so it is named in words).
 
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "@playwright/test";
-import { cli, dropFile, real, waitIdle, watchConsole } from "./helpers";
+import { cli, dropFile, ROOT, real, showTab, waitIdle, watchConsole } from "./helpers";
 
 const TRAINING = real("Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle");
 const NO_TRACE = real("Muduard__LayoutEditing__33ade60d__dump_snapshot.pickle");
@@ -29,6 +30,14 @@ test.describe("save report", () => {
     const truth = cli(["report", TRAINING, "--json", "--html", cliHtml]);
     expect(truth.json).not.toBeNull();
     const allocated = truth.json.totals.allocatedBytes as number;
+    // and the allocated total is what Python's own reading of the file sums (test/tools/py_inspect.py)
+    const py = JSON.parse(
+      execFileSync("python3", [`${ROOT}/test/tools/py_inspect.py`, TRAINING], {
+        encoding: "utf8",
+        maxBuffer: 64 << 20,
+      }),
+    );
+    expect(allocated).toBe(py.totals.allocatedBytes);
 
     await page.goto("/");
     await expect(page.getByTestId("save-report")).toHaveCount(0);
@@ -85,6 +94,8 @@ test.describe("save report", () => {
         `${SEE}.`,
     );
     await page.getByTestId("timeline-empty").screenshot({ path: `${SHOTS}/whatif-no-trace.png` });
+    // The what-if lives in its own tab (only the open tab's pane is rendered).
+    await showTab(page, "What if");
     await expect(page.getByRole("region", { name: "What if", exact: true })).toContainText(
       "No trace on this device",
     );
@@ -92,12 +103,15 @@ test.describe("save report", () => {
     // A truncated trace, recorded late, without its counters sidecar.
     await dropFile(page, TRAINING);
     await waitIdle(page);
+    // The truncation note and the record-earlier fix are in the Summary; the counters hint in Checks.
+    await showTab(page, "Summary");
     await expect(page.getByTestId("truncation")).toContainText(
       `Give peakscope_hook.start(max_entries=…) enough entries to hold the peak — ${SEE}.`,
     );
     await expect(page.getByTestId("record-fix-action")).toHaveText(
       `Recording started after these blocks were allocated: call peakscope_hook.start() before the model is built — ${SEE}.`,
     );
+    await showTab(page, "Checks");
     await expect(page.getByTestId("counters-hint")).toHaveText(
       `Drop Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle.counters.json with the dump (peakscope_hook writes it) — ${SEE}.`,
     );

@@ -3,7 +3,7 @@
 // report FILE --html OUT` opens from file:// in Chromium with the network blocked and no script, and
 // shows the numbers of `report --json`.
 
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -40,8 +40,19 @@ async function view(files: string[]): Promise<string> {
   });
 }
 
+/** The independent inspector (Python's own unpickler, no peakscope code): the expected numbers. */
+function pyInspect(file: string): any {
+  return JSON.parse(
+    execFileSync("python3", [resolve(ROOT, "test/tools/py_inspect.py"), real(file)], {
+      encoding: "utf8",
+      maxBuffer: 64 << 20,
+    }),
+  );
+}
+
 async function expectSummaryEqualsInspect(page: Page, file: string) {
-  const want = cli(["inspect", real(file), "--json"]).json;
+  const want = pyInspect(file);
+  expect(want.devices.length).toBeGreaterThan(0);
   await expect(page.getByTestId("summary-file")).toHaveText(file);
   expect(await numberOf(page, "summary-segments")).toBe(want.segments);
   expect(await numberOf(page, "summary-blocks")).toBe(want.blocks);
@@ -97,6 +108,8 @@ test.describe("peakscope report --html", () => {
       expect([0, 2]).toContain(made.code);
       expect(statSync(out).size).toBeGreaterThan(1000);
       const r = cli(["report", real(file), "--json"]).json;
+      // The totals the page shows are checked against Python reading the file, not only the CLI.
+      const py = pyInspect(file);
 
       // no network, no JavaScript
       const context = await browser.newContext({ javaScriptEnabled: false, offline: true });
@@ -120,6 +133,7 @@ test.describe("peakscope report --html", () => {
       for (const k of ["reserved", "active", "allocated"]) {
         const s = await shown(`total-${k}`);
         expect(s.value, k).toBe(r.totals[`${k}Bytes`]);
+        expect(s.value, `${k} (Python)`).toBe(py.totals[`${k}Bytes`]);
         expect(s.text, k).toBe(mib(r.totals[`${k}Bytes`]));
       }
       for (const [name, n] of Object.entries(r.categories)) {
@@ -132,11 +146,16 @@ test.describe("peakscope report --html", () => {
       }
       for (const c of r.checks)
         await expect(page.getByTestId(`check-${c.id}`), c.id).toHaveAttribute("data-status", c.status);
-      if (r.peak) {
-        const p = await shown("peak");
-        expect(p.value).toBe(r.peak.allocatedBytes);
-        expect(p.text).toBe(mib(r.peak.allocatedBytes));
-      }
+      // both files have a trace, so a peak: checked on every path (no conditional expect)
+      expect(r.peak).not.toBeNull();
+      // the peak's event is the one Python's replay of the trace finds (e2e/tools/py_peak.py)
+      const pyPeak = JSON.parse(
+        execFileSync("python3", [resolve(ROOT, "e2e/tools/py_peak.py"), real(file)], { encoding: "utf8" }),
+      );
+      expect(r.peak.eventIndex).toBe(pyPeak.peakEvent);
+      const p = await shown("peak");
+      expect(p.value).toBe(r.peak.allocatedBytes);
+      expect(p.text).toBe(mib(r.peak.allocatedBytes));
       for (const [i, s] of r.topCallSites.entries()) {
         const row = page.getByTestId(`site-${i}`);
         expect(Number(await row.getAttribute("data-value"))).toBe(s.bytes);

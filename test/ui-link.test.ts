@@ -49,6 +49,13 @@ describe("link hash", () => {
     expect(parseLink(hash)).toEqual({ state, notices: [], empty: false });
   });
 
+  it("a comparison on the shared time axis writes link=1, read back as linked", () => {
+    const state: LinkState = { a: { name: "a.pickle" }, b: { name: "b.pickle" }, link: true };
+    const hash = writeLink(state);
+    expect(new URLSearchParams(hash.replace(/^#/, "")).get("link")).toBe("1");
+    expect(parseLink(hash).state.link).toBe(true);
+  });
+
   it("ignores bad and unknown parameters with a notice each, keeping the rest", () => {
     const { state, notices } = parseLink(
       "#v=7&src=demo.pickle&device=x&t0=abc&pin=-1&axis=up&view=3d&color=red&hash=zz&foo=1&align=middle&link=yes&device=3",

@@ -20,7 +20,8 @@
 // | whatifid        | the suggestion the chosen what-if is (`zero1x2`): named as the list names it; absent: |
 // |                 | a custom what-if, named as asked (`optimizer_state × 1/2`) even when specs coincide   |
 // | devices         | GPUs available for the what-if ranking (`whatif --devices N`); absent: 1             |
-// | link            | comparison: `0` when zoom and cursor are not linked                                  |
+// | link            | comparison: `1` shared time axis (zoom and cursor move both), `0` each its own axis;  |
+// |                 | always written, so a link keeps the toggle whatever the page's default is           |
 // | align           | comparison: `start` or `snapshot` (the first `_snapshot()` marker of each file)       |
 // | tq, tdir, tby, town, thide, tg, trange | the call tree's search, filters, groups and range (treeLink.ts) |
 
@@ -213,7 +214,9 @@ export function writeLink(s: LinkState): string {
   p.push(...writeTreeParams(s.tree, encodeComponent));
   if (s.b) {
     side(s.b, "2");
-    if (s.link === false) put("link", "0");
+    // Both values are written: the default (each file on its own axis) changed once already, and a link
+    // must restore the toggle as it was, not as the opening page's default has it.
+    if (s.link !== undefined) put("link", s.link ? "1" : "0");
     if (s.align) put("align", s.align);
   }
   return p.join("&");
