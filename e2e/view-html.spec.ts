@@ -33,7 +33,7 @@ async function view(files: string[]): Promise<string> {
     let out = "";
     child.stdout!.on("data", (d) => {
       out += String(d);
-      const m = /peakscope view: (http:\/\/127\.0\.0\.1:\d+\/\S+)/.exec(out);
+      const m = /peakscope view: (http:\/\/127\.0\.0\.1:\d+\/\S+)\r?\n/.exec(out);
       if (m) done(m[1]);
     });
     child.on("exit", (code) => fail(new Error(`peakscope view exited with ${code}: ${out}`)));

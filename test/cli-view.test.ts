@@ -183,7 +183,7 @@ describe("npx peakscope view (the bin, with the real site)", () => {
     const url = await new Promise<string>((done, fail) => {
       child.stdout.on("data", (d) => {
         out += String(d);
-        const m = /peakscope view: (http:\/\/127\.0\.0\.1:\d+\/\S+)/.exec(out);
+        const m = /peakscope view: (http:\/\/127\.0\.0\.1:\d+\/\S+)\r?\n/.exec(out);
         if (m) done(m[1]);
       });
       child.on("exit", (code) => fail(new Error(`exited ${code}: ${out}`)));

@@ -140,7 +140,7 @@ describe("the installed peakscope (outside the clone, Node only)", () => {
       const url = await new Promise<string>((done, fail) => {
         child.stdout?.on("data", (d) => {
           out += String(d);
-          const m = /peakscope view: (http:\/\/127\.0\.0\.1:\d+\/\S*)/.exec(out);
+          const m = /peakscope view: (http:\/\/127\.0\.0\.1:\d+\/\S*)\r?\n/.exec(out);
           if (m) done(m[1]);
         });
         child.on("exit", (code) => fail(new Error(`view exited ${code}: ${out}${err}`)));
