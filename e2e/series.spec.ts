@@ -98,6 +98,8 @@ test.describe("series of dumps", () => {
       await expect(view.locator("tr[data-kind=leak]")).toContainText("train.py:62 main");
       expect(await page.evaluate(() => location.hash)).toContain("peakscope-rank0-step7.pickle");
     } finally {
+      // close() waits for every open connection: the page's kept-alive ones would hold it until timeout
+      server.closeAllConnections();
       await new Promise((r) => server.close(r));
     }
   });
