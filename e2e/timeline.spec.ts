@@ -3,8 +3,30 @@
 // each category's value, click pins, and "each allocation" mode shows a band's size, category, call site,
 // rule and stack, with the full stack one click away.
 
+import { spawnSync } from "node:child_process";
 import { expect, type Page, test } from "@playwright/test";
-import { cli, dropFile, real, showTab, waitIdle, watchConsole } from "./helpers";
+import { cli, dropFile, ROOT, real, showTab, waitIdle, watchConsole } from "./helpers";
+
+interface PyAllocation {
+  addr: number;
+  sizeBytes: number;
+  freeCompletedEvent: number;
+  frames: number;
+  firstFrame: string | null;
+}
+
+/** test/tools/py_at_peak.py: the file's trace read by Python (standard library, no peakscope code). */
+function pyAtPeak(
+  file: string,
+  args: string[],
+): { allocations: number; event: Record<string, PyAllocation> } {
+  const r = spawnSync("python3", [`${ROOT}/test/tools/py_at_peak.py`, real(file), ...args], {
+    encoding: "utf8",
+    maxBuffer: 64 << 20,
+  });
+  expect(r.status, r.stderr).toBe(0);
+  return JSON.parse(r.stdout);
+}
 
 async function plotBox(page: Page) {
   const tl = page.getByTestId("timeline");
@@ -80,6 +102,12 @@ test.describe("timeline", () => {
     const before = xAt(b);
     await page.mouse.move(b.canvas.x + px, b.canvas.y + b.top + 20);
     await page.mouse.wheel(0, -300);
+    // The state changes first (the range narrows), then the page goes idle after it.
+    const span = async () => {
+      const v = await plotBox(page);
+      return v.x1 - v.x0;
+    };
+    await expect.poll(span).toBeLessThan(b.x1 - b.x0);
     await waitIdle(page);
     const z = await plotBox(page);
     expect(z.x1 - z.x0).toBeLessThan((b.x1 - b.x0) * 0.7);
@@ -90,12 +118,14 @@ test.describe("timeline", () => {
     await page.mouse.move(b.canvas.x + px + 50, b.canvas.y + b.top + 20);
     await page.mouse.move(b.canvas.x + px + 100, b.canvas.y + b.top + 20);
     await page.mouse.up();
+    await expect.poll(async () => (await plotBox(page)).x0).not.toBe(z.x0);
     await waitIdle(page);
     const p = await plotBox(page);
     const perPx = (z.x1 - z.x0) / z.width;
     expect(p.x0).toBeCloseTo(z.x0 - 100 * perPx, -1);
     expect(p.x1 - p.x0).toBeCloseTo(z.x1 - z.x0, 0);
     await page.getByRole("button", { name: "Reset zoom" }).click();
+    await expect.poll(span).toBeGreaterThan(p.x1 - p.x0);
     await waitIdle(page);
     const r = await plotBox(page);
     expect(r.x0).toBeCloseTo(b.x0, 0);
@@ -111,14 +141,21 @@ test.describe("timeline", () => {
     await page.mouse.move(ov.x + b.left + b.width * 0.3, ov.y + ov.height / 2);
     await page.mouse.move(ov.x + b.left + b.width * 0.4, ov.y + ov.height / 2);
     await page.mouse.up();
+    const span = async () => {
+      const v = await plotBox(page);
+      return v.x1 - v.x0;
+    };
+    await expect.poll(span).toBeLessThan(b.x1 - b.x0);
     await waitIdle(page);
     const s = await plotBox(page);
     expect((s.x1 - s.x0) / (b.x1 - b.x0)).toBeCloseTo(0.2, 1);
     await page.keyboard.press("-");
+    await expect.poll(span).toBeGreaterThan(s.x1 - s.x0);
     await waitIdle(page);
     const out = await plotBox(page);
     expect((out.x1 - out.x0) / (s.x1 - s.x0)).toBeCloseTo(2, 1);
     await page.keyboard.press("+");
+    await expect.poll(span).toBeLessThan(out.x1 - out.x0);
     await waitIdle(page);
     const back = await plotBox(page);
     expect((back.x1 - back.x0) / (s.x1 - s.x0)).toBeCloseTo(1, 1);
@@ -166,11 +203,17 @@ test.describe("timeline", () => {
     page,
   }) => {
     const errors = watchConsole(page);
-    await open(page, "Nesta-gitU__discrete_diffusion__memory_snapshot.json");
+    const FILE = "Nesta-gitU__discrete_diffusion__memory_snapshot.json";
+    await open(page, FILE);
     await page.getByTestId("mode-allocations").click();
     await waitIdle(page);
     const tl = page.getByTestId("timeline");
-    expect(Number(await tl.getAttribute("data-bands"))).toBeGreaterThan(10);
+    // Every band is one allocation of the trace (Python counts them: one per alloc entry, plus the blocks
+    // alive before it); with the whole trace in view, more than ten are wide enough to draw.
+    const all = pyAtPeak(FILE, []).allocations;
+    const bands = Number(await tl.getAttribute("data-bands"));
+    expect(bands).toBeGreaterThan(10);
+    expect(bands).toBeLessThanOrEqual(all);
     await expect(page.getByTestId("bands-note")).toContainText("allocations drawn as bands");
     const b = await plotBox(page);
     const tip = page.getByTestId("timeline-tooltip");
@@ -193,15 +236,33 @@ test.describe("timeline", () => {
     const detail = page.getByTestId("allocation-detail");
     await expect(detail).toBeVisible();
     await expect(detail).toContainText("call site");
+    // The allocation it names is the trace's: Python reads the alloc entry at that event — its address,
+    // its rounded block size (test/tools/replay.py's rule), the entry that completes its free, its stack.
+    const text = (await detail.textContent()) as string;
+    const allocEvent = Number(/allocated at event #([\d,]+)/.exec(text)?.[1].replaceAll(",", ""));
+    expect(Number.isInteger(allocEvent), text).toBe(true);
+    const py = pyAtPeak(FILE, ["--event", String(allocEvent)]).event[String(allocEvent)];
+    await expect(detail.locator("strong code").first()).toHaveText(`0x${py.addr.toString(16)}`);
+    expect(Number(await detail.locator("strong .bytes").first().getAttribute("data-bytes"))).toBe(
+      py.sizeBytes,
+    );
+    expect(text).toContain(
+      py.freeCompletedEvent < 0
+        ? "still allocated at the snapshot"
+        : `freed at event #${py.freeCompletedEvent.toLocaleString("en-US")}`,
+    );
+    // Every stack of this file starts in the allocator's own C++ frames (Python reads the first frame), so
+    // some frames are hidden and "Show full stack" offers all of them: Python's count.
+    expect(py.firstFrame).toBe("torch::unwind::unwind()");
     const stack = detail.getByTestId("allocation-stack");
     await expect(stack.locator("li").first()).toBeVisible();
     const shown = await stack.locator("li").count();
+    expect(shown).toBeLessThan(py.frames);
     const full = detail.getByTestId("full-stack");
-    if ((await full.count()) > 0) {
-      await full.click();
-      await waitIdle(page);
-      expect(await stack.locator("li").count()).toBeGreaterThan(shown);
-    }
+    await expect(full).toHaveText(`Show full stack (${py.frames} frames)`);
+    await full.click();
+    await expect(stack.locator("li")).toHaveCount(py.frames);
+    await waitIdle(page);
     expect(errors).toEqual([]);
   });
 });

@@ -378,6 +378,91 @@ def check_ranks(tmp):
           "ranks: median, the outlier's excess, the other ranks within 5 % of the median")
 
 
+def user_site(frames):
+    """The innermost frame of the user's train.py as the generator names a site (file:line:function), or None
+    (an engine-thread allocation has no Python frame)."""
+    for f in frames or []:
+        if f["filename"].endswith("/train.py"):
+            return f"{f['filename']}:{f['line']}:{f['name']}"
+    return None
+
+
+def rows(live):
+    """{(site, category): bytes} rows folded per site: the file knows sites, not categories."""
+    out = {}
+    for r in live:
+        out[r["site"]] = out.get(r["site"], 0) + r["bytes"]
+    return out
+
+
+def check_leaks(tmp):
+    """`leaks`: one trace per planted leak (and none), and a series of dumps. The file's own replay
+    (test/tools/replay.py: rounded blocks, alloc to free_requested) gives the allocated bytes at each step's end
+    and the bytes per call site live there; the truth's per-step rows, leak bytes and max_memory_allocated
+    must agree, and the leak must grow by its planted bytes every step (none: flat)."""
+    import replay as py_replay  # test/tools/replay.py
+
+    per_step = {"list": 2 * MiB, "cache": 1 * MiB, "graph": None, None: 0}
+    for leak in (None, "list", "graph", "cache"):
+        out = os.path.join(tmp, f"leaks-{leak or 'none'}.pickle")
+        truth = generate.leaks(out, leak)
+        got, obj = inspect(out)
+        name = f"leaks --leak {leak or 'none'}"
+        live, segs, _peak, _i = replay(obj)
+        blocks, fsegs = final_state(obj)
+        check(live == blocks and segs == fsegs, name + ": replayed live allocations and segments == the dump's")
+        tr = obj["device_traces"][0]
+        dev = py_replay.replay_device(tr, 0, obj["segments"], False, curve=True)
+        allocs, _n, _end = py_replay.size_allocations(tr, 0, obj["segments"], False)
+        counters = json.load(open(out + ".counters.json"))
+        check(dev["initialBytes"] == 0 and dev["peakBytes"] == truth["maxMemoryAllocated"] ==
+              counters["max_memory_allocated"] and got["totals"]["allocatedBytes"] == counters["memory_allocated"],
+              name + ": replayed peak == truth max_memory_allocated == counters; allocated == counters")
+        ok_alloc, ok_sites = True, True
+        for st in truth["steps"]:
+            i = st["endEvent"]
+            ok_alloc &= dev["allocated"][i] == st["allocatedBytes"]
+            at = {}
+            for x in allocs:
+                if x.start <= i < x.free_req:
+                    k = user_site(tr[x.start].get("frames"))
+                    at[k] = at.get(k, 0) + x.size
+            ok_sites &= at == rows(st["live"])
+        check(ok_alloc, name + ": allocated at each step's end (the file's replay) == truth")
+        check(ok_sites, name + ": bytes per call site live at each step's end (the file's replay) == truth")
+        leak_bytes = [sum(st["leakBytes"]) for st in truth["steps"]]
+        growth = [b - a for a, b in zip(leak_bytes, leak_bytes[1:])]
+        want = per_step[leak]
+        if leak is None:
+            grows = truth["leakSites"] == [] and leak_bytes == [0] * len(leak_bytes)
+        else:
+            grows = (len(truth["leakSites"]) == (2 if leak == "graph" else 1) and growth[0] > 0 and
+                     all(g == growth[0] for g in growth))
+        check(grows, name + ": the leak grows by the same bytes every step (none: no leak bytes)")
+        if want:
+            check(growth[0] == want, name + f": {want // MiB} MiB more every step")
+    d = os.path.join(tmp, "leaks-series")
+    truth = generate.leaks(d, "list", series=True)
+    leak_bytes = []
+    for dump in truth["dumps"]:
+        path = os.path.join(d, dump["file"])
+        got, obj = inspect(path)
+        live, segs, _peak, _i = replay(obj)
+        blocks, fsegs = final_state(obj)
+        at = {}
+        for sg in obj["segments"]:
+            for b in sg["blocks"]:
+                if b["state"] == "active_allocated":
+                    k = user_site(b.get("frames"))
+                    at[k] = at.get(k, 0) + b["size"]
+        check(live == blocks and segs == fsegs and got["totals"]["allocatedBytes"] == dump["allocatedBytes"] and
+              at == rows(dump["live"]),
+              f"leaks --series list {dump['file']}: replay == dump; allocated and bytes per site == truth")
+        leak_bytes.append(sum(dump["leakBytes"]))
+    check([b - a for a, b in zip(leak_bytes, leak_bytes[1:])] == [2 * MiB] * (len(leak_bytes) - 1),
+          "leaks --series list: the leak grows by 2 MiB from dump to dump")
+
+
 def check_big(tmp, mb):
     check(bool(bigpickle.verify(0.3, 1)), "big: streamed opcodes == pickle.dumps opcodes (1 device)")
     check(bool(bigpickle.verify(0.4, 2)), "big: streamed opcodes == pickle.dumps opcodes (2 devices)")
@@ -404,6 +489,7 @@ def main():
         check_hostile(tmp)
         check_random(tmp)
         check_ranks(tmp)
+        check_leaks(tmp)
         check_big(tmp, a.big_mb)
     finally:
         if not a.keep:

@@ -175,7 +175,9 @@ def fit(addr, rounded, seg, active_starts):
     return (run, "fit-run") if rounded <= run <= rounded + MiB else (rounded, "rounded")
 
 
-def replay_device(tr, dev, segs, npu, curve=False):
+def size_allocations(tr, dev, segs, npu):
+    """Every allocation of the device's trace (and the blocks alive before it) with its rounded size:
+    (allocations, replayable entries, allocations still open at the end with the snapshot's block)."""
     skip = workspace_indices(tr)
     active_end, fixed, expandable = final_state(segs, dev)
     mapped = [(e["addr"], e["size"]) for e in tr if e.get("action") == "segment_map"]
@@ -267,6 +269,11 @@ def replay_device(tr, dev, segs, npu, curve=False):
             if x.free_comp > i:
                 bisect.insort(active_starts, x.addr)
 
+    return allocs, replayable, alive_end
+
+
+def replay_device(tr, dev, segs, npu, curve=False):
+    allocs, replayable, alive_end = size_allocations(tr, dev, segs, npu)
     # Pass 3: the allocated curve (after each event) and its first maximum.
     n = len(tr)
     delta = [0] * (n + 1)
