@@ -4,8 +4,42 @@
 // clicking a call site of the difference highlights its blocks in both maps.
 
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { expect, type Locator, type Page, test } from "@playwright/test";
 import { cli, dropFiles, ROOT, real, waitIdle, watchConsole } from "./helpers";
+
+interface PyTotals {
+  reservedBytes: number;
+  allocatedBytes: number;
+  activeBytes: number;
+  /** Σ sizes of the active_allocated blocks, every device: what a comparison compares. */
+  liveBlockBytes: number;
+}
+
+/** The file read by Python's restricted unpickler (test/tools/py_inspect.py --blocks): no peakscope code. */
+function pyTotals(path: string): PyTotals {
+  const j = JSON.parse(
+    execFileSync("python3", [`${ROOT}/test/tools/py_inspect.py`, path, "--blocks"], {
+      encoding: "utf8",
+      maxBuffer: 64 << 20,
+    }),
+  );
+  const live = (j.devices as { liveBlockBytes: number }[]).reduce((s, d) => s + d.liveBlockBytes, 0);
+  return { ...j.totals, liveBlockBytes: live };
+}
+
+/** The difference's totals and its verdict's delta, against Python's reading of both files. */
+async function expectDiffEqualsPython(page: Page, a: PyTotals, b: PyTotals) {
+  const diff = page.getByTestId("diff");
+  expect(Number(await diff.getByTestId("verdict").getAttribute("data-delta"))).toBe(
+    b.liveBlockBytes - a.liveBlockBytes,
+  );
+  for (const key of ["allocated", "reserved", "active"] as const) {
+    const row = diff.getByTestId(`diff-total-${key}`);
+    expect(Number(await row.getAttribute("data-a")), `A ${key} (Python)`).toBe(a[`${key}Bytes`]);
+    expect(Number(await row.getAttribute("data-b")), `B ${key} (Python)`).toBe(b[`${key}Bytes`]);
+  }
+}
 
 const INFERENCE = "Wedsonlin__assignment2-systems__medium_256_inference_memory_snapshot.pickle";
 const TRAINING = "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle";
@@ -74,6 +108,7 @@ test.describe("compare", () => {
     await expect(a.getByTestId("column-file")).toHaveText(INFERENCE);
     await expect(b.getByTestId("column-file")).toHaveText(TRAINING);
     await expectDiffEqualsCli(page, report);
+    await expectDiffEqualsPython(page, pyTotals(real(INFERENCE)), pyTotals(real(TRAINING)));
     // Each column: its timeline, map and totals (the totals equal each file's report).
     for (const [col, totals] of [
       [a, report.totals],
@@ -105,6 +140,12 @@ test.describe("compare", () => {
     const box = (await a.getByTestId("timeline-canvas").boundingBox())!;
     await page.mouse.move(box.x + box.width * 0.4, box.y + box.height * 0.5);
     await page.mouse.wheel(0, -400);
+    // The state changes first (A's range narrows), then the page goes idle after it.
+    const spanOf = async (col: Locator) => {
+      const r = await timelineRange(col);
+      return r.x1 - r.x0;
+    };
+    await expect.poll(() => spanOf(a)).toBeLessThan(ra.x1 - ra.x0);
     await waitIdle(page);
     const za = await timelineRange(a);
     const zb = await timelineRange(b);
@@ -116,6 +157,7 @@ test.describe("compare", () => {
     await page.getByTestId("link-toggle").uncheck();
     await page.mouse.move(box.x + box.width * 0.4, box.y + box.height * 0.5);
     await page.mouse.wheel(0, -400);
+    await expect.poll(() => spanOf(a)).toBeLessThan(za.x1 - za.x0);
     await waitIdle(page);
     const ua = await timelineRange(a);
     const ub = await timelineRange(b);
@@ -161,6 +203,8 @@ test.describe("compare", () => {
     await expect(page.getByTestId("column-a").getByTestId("column-file")).toHaveText(OLD);
     await expect(page.getByTestId("column-b").getByTestId("column-file")).toHaveText(NEW);
     await expectDiffEqualsCli(page, report);
+    const [pyOld, pyNew] = [pyTotals(real(OLD)), pyTotals(real(NEW))];
+    await expectDiffEqualsPython(page, pyOld, pyNew);
     // B's devices are its own to choose.
     await expect(page.getByTestId("column-b").getByTestId("device-select")).toBeVisible();
     // Swap: B becomes the base; the difference is the CLI's the other way round.
@@ -169,6 +213,7 @@ test.describe("compare", () => {
     await waitIdle(page);
     await expect(page.getByTestId("column-a").getByTestId("column-file")).toHaveText(NEW);
     await expectDiffEqualsCli(page, swapped);
+    await expectDiffEqualsPython(page, pyNew, pyOld);
     // Dropping one file on the left half opens it alone again.
     await dropFiles(page, [real(OLD)]);
     await waitIdle(page);
@@ -218,8 +263,7 @@ test.describe("compare", () => {
     await waitIdle(page);
     await expect(page.locator("body")).toHaveAttribute("data-mode", "compare");
     await expectDiffEqualsCli(page, report);
-    // The same line of train.py matches across the two machines' paths.
-    expect(report.compare.callSites.length).toBeGreaterThan(0);
+    await expectDiffEqualsTruth(page, A, B);
     // Each side honours its own sidecar.
     const a = page.getByTestId("column-a");
     const b = page.getByTestId("column-b");
@@ -253,6 +297,65 @@ test.describe("compare", () => {
     await expect(a.getByTestId("column-counters")).toHaveText("linux-step3.pickle.counters.json");
     await expect(b.getByTestId("column-counters")).toHaveText("windows-mid.pickle.counters.json");
     await expectDiffEqualsCli(page, report);
+    await expectDiffEqualsTruth(page, A, B);
     expect(errors).toEqual([]);
   });
 });
+
+interface TruthSite {
+  site: string | null;
+  category: string;
+  bytes: number;
+}
+
+/**
+ * The difference against the generator's truth of both files (OUT.truth.json: the simulation's own
+ * bookkeeping of every live block, never read back from the pickle): each category's B − A, the total, and
+ * per call site — a line of train.py is the same site on Linux and Windows paths, so a line holding the same
+ * bytes on both sides is no difference, and a line that changed shows its B − A.
+ */
+async function expectDiffEqualsTruth(page: Page, fileA: string, fileB: string) {
+  const [ta, tb] = [fileA, fileB].map((f) => JSON.parse(readFileSync(`${f}.truth.json`, "utf8")));
+  const diff = page.getByTestId("diff");
+  const catA = ta.snapshot.categories as Record<string, number>;
+  const catB = tb.snapshot.categories as Record<string, number>;
+  expect(Number(await diff.getByTestId("verdict").getAttribute("data-delta"))).toBe(
+    tb.snapshot.allocatedBytes - ta.snapshot.allocatedBytes,
+  );
+  const rows = diff.getByTestId("diff-categories").locator("tr[data-category]");
+  const shown = new Map<string, number>();
+  for (const row of await rows.all()) {
+    shown.set(
+      (await row.getAttribute("data-category")) as string,
+      Number(await row.getAttribute("data-delta")),
+    );
+  }
+  for (const name of Object.keys(catA)) {
+    const delta = catB[name] - catA[name];
+    // A category that did not change may be listed (with 0) or not; one that did must be, with its delta.
+    expect(shown.get(name) ?? 0, `category ${name} (truth)`).toBe(delta);
+  }
+  // Sites by their line of the user's file, path dropped: B − A from the truth's live blocks.
+  const byLine = new Map<string, number>();
+  const add = (t: { callSites: TruthSite[] }, sign: number) => {
+    for (const s of t.callSites) {
+      if (s.site === null) continue;
+      const key = s.site.split(/[\\/]/).pop() as string;
+      byLine.set(key, (byLine.get(key) ?? 0) + sign * s.bytes);
+    }
+  };
+  add(ta, -1);
+  add(tb, 1);
+  expect([...byLine.keys()].length).toBeGreaterThan(2);
+  const sites = diff.getByTestId("diff-sites").locator("button[data-site]");
+  for (const [line, delta] of byLine) {
+    // The same bytes on both sides: not listed; otherwise listed once, with its delta.
+    const buttons = await diff.getByTestId("diff-sites").locator(`button[data-site$="${line}"]`).all();
+    const got = await Promise.all(buttons.map(async (x) => Number(await x.getAttribute("data-delta"))));
+    expect(got, line).toEqual(delta === 0 ? [] : [delta]);
+  }
+  // Every changed site is listed: their deltas add up to the total change.
+  let sum = 0;
+  for (const b of await sites.all()) sum += Number(await b.getAttribute("data-delta"));
+  expect(sum).toBe(tb.snapshot.allocatedBytes - ta.snapshot.allocatedBytes);
+}
