@@ -87,6 +87,12 @@ test.describe("what if", () => {
       const shown = item.locator(".whatif-figures .bytes").first();
       expect(Number(await shown.getAttribute("data-bytes"))).toBe(expected[i].peakBytes);
     }
+    // The baseline every suggestion is measured against (its peak + what it saves) is the file's peak by
+    // Python's own replay (test/tools/replay.py, standard library).
+    const base =
+      Number(await items.first().getAttribute("data-peak")) +
+      Number(await items.first().getAttribute("data-saved"));
+    expect(base).toBe(pyReplayPeak(TRAINING));
     // No capacity is known for this file: no "fits" verdicts, and the card says how to give one.
     await expect(card.getByTestId("whatif-capacity")).toContainText("Device capacity unknown");
     await expect(card.locator("[data-fits]")).toHaveCount(0);
@@ -246,6 +252,50 @@ test.describe("what if", () => {
     expect(errors).toEqual([]);
   });
 
+  test("a category gone, on the known run: the new peak is the generator's, the baseline Python's replay", async ({
+    page,
+  }) => {
+    const errors = watchConsole(page);
+    const file = join(mkdtempSync(join(tmpdir(), "peakscope-whatif-known-")), "known.pickle");
+    // Writes the known run and prints, from the simulation's own bookkeeping, the peak had each category's
+    // allocations never been made (e2e/tools/gen_whatif.py).
+    const g = spawnSync("python3", [join(ROOT, "e2e/tools/gen_whatif.py"), file], { encoding: "utf8" });
+    expect(g.status, g.stderr).toBe(0);
+    const gen = JSON.parse(g.stdout) as { peakBytes: number; without: Record<string, number> };
+    const baseline = pyReplayPeak(file);
+    expect(baseline).toBe(gen.peakBytes);
+    // Without the temporaries the peak moves (to a lower moment of its own); without the optimizer state it
+    // stays at the same moment, 48 MiB lower.
+    expect(gen.without.temporary).toBeGreaterThan(gen.peakBytes - 24 * 2 ** 20);
+    expect(gen.without.optimizer_state).toBe(gen.peakBytes - 48 * 2 ** 20);
+    await page.goto("/");
+    await dropFile(page, file);
+    await waitIdle(page);
+    const card = page.getByRole("region", { name: "What if", exact: true });
+    for (const category of ["temporary", "optimizer_state"]) {
+      await showTab(page, "Summary");
+      const cats = page.getByTestId("categories");
+      await cats.locator(`tr[data-category="${category}"] button.cat-button`).click();
+      const bar = cats.getByTestId("whatif-bar-category");
+      await expect(bar).toContainText(`What if ${category.replace(/_/g, " ")} were`);
+      await bar.locator('[data-action="remove"]').click();
+      await showTab(page, "What if");
+      const chosen = card.getByTestId("whatif-chosen");
+      await expect(chosen).toHaveAttribute("data-peak", String(gen.without[category]));
+      await waitIdle(page);
+      // "Peak now" in its composition table is the baseline: Python's replayed peak.
+      await expect(chosen.locator("tr.total td").first().locator(".bytes")).toHaveAttribute(
+        "data-bytes",
+        String(baseline),
+      );
+      await expect(page.getByTestId("whatif-layer")).toHaveAttribute(
+        "data-peak-bytes",
+        String(gen.without[category]),
+      );
+    }
+    expect(errors).toEqual([]);
+  });
+
   test("an OOM: you needed X more; the capacity it implies; what fits", async ({ page }) => {
     const errors = watchConsole(page);
     const dir = mkdtempSync(join(tmpdir(), "peakscope-whatif-oom-"));
@@ -281,6 +331,17 @@ test.describe("what if", () => {
     expect(errors).toEqual([]);
   });
 });
+
+/** The peak of the file's first device trace by test/tools/replay.py (standard library, no peakscope code). */
+function pyReplayPeak(file: string): number {
+  const r = spawnSync("python3", [join(ROOT, "test/tools/replay.py"), file], {
+    encoding: "utf8",
+    maxBuffer: 64 << 20,
+  });
+  expect(r.status, r.stderr).toBe(0);
+  const out = Object.values(JSON.parse(r.stdout))[0] as { devices: { peakBytes: number }[] };
+  return out.devices[0].peakBytes;
+}
 
 /** The CLI words of a suggestion (`--recompute X --recompute Y`), from the CLI's own JSON. */
 function specArgs(truth: { json: any }, id: string): string[] {
