@@ -7,8 +7,18 @@ import { writeFileSync } from "node:fs";
 import { expect, type Page, test } from "@playwright/test";
 import { cli, dropFile, ROOT, real, showTab, waitIdle, watchConsole } from "./helpers";
 
-/** The workspace's Summary tab holds the numbers; its Checks tab the checks. */
-async function expectPanelEqualsReport(page: Page, report: any, device: number) {
+/** test/tools/py_inspect.py's reading of a file (standard library, no peakscope code). */
+function pyInspect(path: string): any {
+  const r = spawnSync("python3", [`${ROOT}/test/tools/py_inspect.py`, path], {
+    encoding: "utf8",
+    maxBuffer: 64 << 20,
+  });
+  expect(r.status, r.stderr).toBe(0);
+  return JSON.parse(r.stdout);
+}
+
+/** The workspace's Summary tab holds the numbers (and Python's totals); its Checks tab the checks. */
+async function expectPanelEqualsReport(page: Page, report: any, device: number, file: string) {
   await showTab(page, "Summary");
   const dev = report.devices.find((d: any) => d.device === device);
   expect(dev, `device ${device} in the report`).toBeTruthy();
@@ -16,7 +26,16 @@ async function expectPanelEqualsReport(page: Page, report: any, device: number) 
   expect(await value("total-reserved")).toBe(dev.reservedBytes);
   expect(await value("total-active")).toBe(dev.activeBytes);
   expect(await value("total-allocated")).toBe(dev.allocatedBytes);
-  if (dev.requestedBytes !== null) expect(await value("total-requested")).toBe(dev.requestedBytes);
+  // No requested sizes in the file: no figure (an empty data-value), never a 0 that looks measured.
+  expect(await page.getByTestId("total-requested").getAttribute("data-value")).toBe(
+    dev.requestedBytes === null ? "" : String(dev.requestedBytes),
+  );
+  // The same totals by Python's restricted unpickler (test/tools/py_inspect.py: Σ over the device's segments).
+  const py = pyInspect(file).devices.find((d: any) => d.device === device);
+  expect(
+    [await value("total-reserved"), await value("total-active"), await value("total-allocated")],
+    "totals (Python)",
+  ).toEqual([py.reservedBytes, py.activeBytes, py.allocatedBytes]);
   // Categories: every category, bytes equal.
   const cats = page.getByTestId("categories").locator("tbody tr[data-category]");
   await expect(cats).toHaveCount(Object.keys(dev.categories).length);
@@ -53,13 +72,13 @@ test.describe("side panel", () => {
     await page.goto("./");
     await dropFile(page, real(file));
     await waitIdle(page);
-    await expectPanelEqualsReport(page, report, 0);
+    await expectPanelEqualsReport(page, report, 0, real(file));
     // The device selector switches every number to that device.
     for (const d of [1, 2]) {
       await page.getByTestId("device-select").selectOption(String(d));
       await waitIdle(page);
       await expect(page.getByRole("heading", { name: `Memory at the snapshot — device ${d}` })).toBeVisible();
-      await expectPanelEqualsReport(page, report, d);
+      await expectPanelEqualsReport(page, report, d, real(file));
     }
     expect(errors).toEqual([]);
   });
@@ -75,7 +94,7 @@ test.describe("side panel", () => {
       await page.goto("./");
       await dropFile(page, real(file));
       await waitIdle(page);
-      await expectPanelEqualsReport(page, report, report.devices[0]?.device ?? 0);
+      await expectPanelEqualsReport(page, report, report.devices[0]?.device ?? 0, real(file));
       expect(errors).toEqual([]);
     });
   }
@@ -108,7 +127,7 @@ test.describe("side panel", () => {
     await waitIdle(page);
     await showTab(page, "Checks");
     await expect(page.getByTestId("checks")).toContainText(`${file}.counters.json`);
-    await expectPanelEqualsReport(page, withCounters.json, dev.device);
+    await expectPanelEqualsReport(page, withCounters.json, dev.device, real(file));
     // Peak from the counters (max_memory_allocated), far above the snapshot: flagged.
     await expect(page.getByTestId("peak-gap")).toHaveAttribute("data-flagged", "1");
     expect(Number(await page.getByTestId("peak-bytes").getAttribute("data-value"))).toBe(
@@ -130,7 +149,11 @@ test.describe("side panel", () => {
     const peak = Number(await page.getByTestId("peak-bytes").getAttribute("data-value"));
     const snap = Number(await page.getByTestId("snapshot-bytes").getAttribute("data-value"));
     expect(snap).toBe(report.devices[0].allocatedBytes);
-    if (report.peak) expect(peak).toBe(report.peak.bytes ?? report.peak.allocatedBytes);
+    expect(peak).toBe(report.peak.allocatedBytes);
+    // …which is the peak of Python's own replay (test/tools/replay.py: rounded block bytes).
+    const rp = spawnSync("python3", [`${ROOT}/test/tools/replay.py`, real(file)], { encoding: "utf8" });
+    expect(rp.status, rp.stderr).toBe(0);
+    expect(peak).toBe(JSON.parse(rp.stdout)[file].devices[0].peakBytes);
     expect(peak).toBeGreaterThan(snap);
     // Python's own reading of the pickle: the snapshot is far (> 2 %) below the peak in this file.
     const py = spawnSync("python3", [`${ROOT}/e2e/tools/py_peak.py`, real(file)], { encoding: "utf8" });
