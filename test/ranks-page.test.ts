@@ -75,7 +75,8 @@ describe("rank overview worker", () => {
       name: "s.counters.json",
     });
     expect(bad.ok).toBe(true);
-    expect(bad.ok && bad.countersError).toBeTruthy();
+    // The sidecar's own error, naming the file (the snapshot still opens, from its trace).
+    expect(bad.ok ? bad.countersError : null).toContain("s.counters.json");
     expect(bad.ok && bad.summary.peakSource).toBe("trace");
   });
 
