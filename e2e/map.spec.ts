@@ -98,7 +98,8 @@ test.describe("segment map", () => {
 
   test("hover shows the block and its stack; click keeps it", async ({ page }) => {
     const errors = watchConsole(page);
-    await open(page, "ZidongLiu__DeComFL__memory.pickle");
+    const FILE = "ZidongLiu__DeComFL__memory.pickle";
+    await open(page, FILE);
     await page.getByTestId("segment-map-canvas").scrollIntoViewIfNeeded();
     const box = (await page.getByTestId("segment-map-canvas").boundingBox())!;
     const tip = page.getByTestId("map-tooltip");
@@ -117,6 +118,19 @@ test.describe("segment map", () => {
     const detail = page.getByTestId("block-detail");
     await expect(detail).toBeVisible();
     await expect(detail).toContainText("call site");
+    // The file opens at its peak; the block kept is one of the blocks allocated there by Python's own
+    // replay (test/tools/replay.py: [address, rounded bytes] of each block allocated after the peak event).
+    const rp = spawnSync("python3", [`${ROOT}/test/tools/replay.py`, real(FILE)], { encoding: "utf8" });
+    expect(rp.status, rp.stderr).toBe(0);
+    const top = JSON.parse(rp.stdout)[FILE].devices[0] as { peakEvent: number; blocks: [number, number][] };
+    await expect(page.getByTestId("segment-map")).toHaveAttribute("data-event", String(top.peakEvent));
+    await expect(detail.locator("strong").first()).toContainText("active allocated");
+    const addr = Number.parseInt(
+      ((await detail.locator("strong code").first().textContent()) as string).slice(2),
+      16,
+    );
+    const size = Number(await detail.locator("strong .bytes").first().getAttribute("data-bytes"));
+    expect(top.blocks.filter(([a]) => a === addr)).toEqual([[addr, size]]);
     expect(errors).toEqual([]);
   });
 
