@@ -104,8 +104,8 @@ test.describe("side panel", () => {
   }, info) => {
     const errors = watchConsole(page);
     const file = "ZidongLiu__DeComFL__memory.pickle";
-    const plain = cli(["report", real(file), "--json"]).json;
-    const dev = plain.devices[0];
+    // Python's totals of the file (py_inspect: Σ over segments), not the code under test's.
+    const dev = pyInspect(real(file)).devices[0];
     // A sidecar that agrees on reserved and disagrees on allocated (one check passes, one fails).
     const sidecar = {
       memory_allocated: dev.allocatedBytes + 64 * 1024 * 1024,
@@ -127,6 +127,16 @@ test.describe("side panel", () => {
     await waitIdle(page);
     await showTab(page, "Checks");
     await expect(page.getByTestId("checks")).toContainText(`${file}.counters.json`);
+    // The Checks tab against what the test built and Python read: reserved agrees, allocated is 64 MiB off;
+    // the structural checks state Python's sums.
+    const check = (id: string) => page.getByTestId("checks").locator(`[data-check="${id}"]`);
+    const B = (n: number) => `${n.toLocaleString("en-US")} B`;
+    await expect(check("reserved-counter")).toHaveAttribute("data-status", "pass");
+    await expect(check("allocated-counter")).toHaveAttribute("data-status", "fail");
+    await expect(check("allocated-counter").locator(".why")).toContainText(B(dev.allocatedBytes));
+    await expect(check("allocated-counter").locator(".why")).toContainText(B(sidecar.memory_allocated));
+    await expect(check("block-tiling").locator(".why")).toContainText(`Σ total_size ${B(dev.reservedBytes)}`);
+    await expect(check("active-total").locator(".why")).toContainText(`Σ active_size ${B(dev.activeBytes)}`);
     await expectPanelEqualsReport(page, withCounters.json, dev.device, real(file));
     // Peak from the counters (max_memory_allocated), far above the snapshot: flagged.
     await expect(page.getByTestId("peak-gap")).toHaveAttribute("data-flagged", "1");
