@@ -130,13 +130,17 @@ test.describe("side panel", () => {
     // The Checks tab against what the test built and Python read: reserved agrees, allocated is 64 MiB off;
     // the structural checks state Python's sums.
     const check = (id: string) => page.getByTestId("checks").locator(`[data-check="${id}"]`);
-    const B = (n: number) => `${n.toLocaleString("en-US")} B`;
+    const exact = (n: number) => `${n.toLocaleString("en-US")} B`;
     await expect(check("reserved-counter")).toHaveAttribute("data-status", "pass");
     await expect(check("allocated-counter")).toHaveAttribute("data-status", "fail");
-    await expect(check("allocated-counter").locator(".why")).toContainText(B(dev.allocatedBytes));
-    await expect(check("allocated-counter").locator(".why")).toContainText(B(sidecar.memory_allocated));
-    await expect(check("block-tiling").locator(".why")).toContainText(`Σ total_size ${B(dev.reservedBytes)}`);
-    await expect(check("active-total").locator(".why")).toContainText(`Σ active_size ${B(dev.activeBytes)}`);
+    await expect(check("allocated-counter").locator(".why")).toContainText(exact(dev.allocatedBytes));
+    await expect(check("allocated-counter").locator(".why")).toContainText(exact(sidecar.memory_allocated));
+    await expect(check("block-tiling").locator(".why")).toContainText(
+      `Σ total_size ${exact(dev.reservedBytes)}`,
+    );
+    await expect(check("active-total").locator(".why")).toContainText(
+      `Σ active_size ${exact(dev.activeBytes)}`,
+    );
     await expectPanelEqualsReport(page, withCounters.json, dev.device, real(file));
     // Peak from the counters (max_memory_allocated), far above the snapshot: flagged.
     await expect(page.getByTestId("peak-gap")).toHaveAttribute("data-flagged", "1");
