@@ -6,6 +6,7 @@ import { join } from "node:path";
 for (const name of [
   "startup.bench.ts",
   "read.bench.ts",
+  "report.bench.ts",
   "artifacts.bench.ts",
   "attribution.bench.ts",
   "replay.bench.ts",

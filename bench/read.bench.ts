@@ -1,11 +1,19 @@
-// `npm run bench` (read part): generated snapshots of ~10 MB, ~100 MB and ~1 GB read end to end into the
-// finished model in Node. Prints MB/s (median of runs) and peak RSS growth relative to the file size.
+// `npm run bench` (read part): generated snapshots of ~10 MB, ~100 MB and ~1 GB, and a real training
+// snapshot grown to ~106 MB and ~1 GB (test/gen/memgen/growreal.py: the real-shaped input), read end to end
+// into the finished model in Node. Prints MB/s (median of runs) and peak RSS growth over the file size.
+//   BENCH_SIZES_MB=10,100,1000   generated sizes      BENCH_GROWN_MB=106,1050   real-shaped sizes
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 
-const sizesMb = (process.env.BENCH_SIZES_MB ?? "10,100,1000").split(",").map(Number);
+const list = (v: string) => (v === "" ? [] : v.split(",").map(Number));
+const sizesMb = list(process.env.BENCH_SIZES_MB ?? "10,100,1000");
+const grownMb = list(process.env.BENCH_GROWN_MB ?? "106,1050");
+const GROW_FROM = join(
+  import.meta.dirname,
+  "../../shared/fixtures/real/Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle",
+);
 const dir = join(import.meta.dirname, "../.tmp/bench");
 mkdirSync(dir, { recursive: true });
 
@@ -17,13 +25,22 @@ console.log(
     .map((x) => x.toFixed(1))
     .join(" ")}; ${cpus().length} CPUs`,
 );
-console.log("size        entries    median ms   CPU ms    MB/s   peak RSS growth / file size (median)");
-for (const mb of sizesMb) {
-  const file = join(dir, `big-${mb}mb.pickle`);
+console.log(
+  "input         size        entries    median ms   CPU ms    MB/s   peak RSS growth / file size (median)",
+);
+const inputs = [
+  ...sizesMb.map((mb) => ({ kind: "generated", mb, file: join(dir, `big-${mb}mb.pickle`) })),
+  ...grownMb.map((mb) => ({ kind: "real-shaped", mb, file: join(dir, `grown-${mb}mb.pickle`) })),
+];
+for (const { kind, mb, file } of inputs) {
   if (!existsSync(file))
-    execFileSync("python3", ["test/gen/generate.py", "big", "--target-mb", String(mb), file], {
-      stdio: ["ignore", "ignore", "inherit"],
-    });
+    execFileSync(
+      "python3",
+      kind === "generated"
+        ? ["test/gen/generate.py", "big", "--target-mb", String(mb), file]
+        : ["test/gen/generate.py", "grow-real", "--from", GROW_FROM, "--target-mb", String(mb), file],
+      { stdio: ["ignore", "ignore", "inherit"] },
+    );
   const bytes = statSync(file).size;
   const runs = mb >= 1000 ? 3 : 5;
   // One read per fresh process: the time includes the JIT warming up, as for a CLI user.
@@ -43,6 +60,6 @@ for (const mb of sizesMb) {
   };
   const ms = median(r.timesMs);
   console.log(
-    `${(bytes / 1e6).toFixed(0).padStart(5)} MB ${String(r.entries).padStart(12)} ${ms.toFixed(0).padStart(12)} ${r.cpuMs.toFixed(0).padStart(8)} ${(bytes / 1e6 / (ms / 1000)).toFixed(0).padStart(7)}   ${(r.peakRssGrowthBytes / 2 ** 20).toFixed(0)} MiB = ${(r.peakRssGrowthBytes / bytes).toFixed(2)}×`,
+    `${kind.padEnd(11)} ${(bytes / 1e6).toFixed(0).padStart(5)} MB ${String(r.entries).padStart(12)} ${ms.toFixed(0).padStart(12)} ${r.cpuMs.toFixed(0).padStart(8)} ${(bytes / 1e6 / (ms / 1000)).toFixed(0).padStart(7)}   ${(r.peakRssGrowthBytes / 2 ** 20).toFixed(0)} MiB = ${(r.peakRssGrowthBytes / bytes).toFixed(2)}×`,
   );
 }

@@ -19,6 +19,9 @@
 //
 //   BENCH_WEB_FILES=100,real,1000  which files (default all three); 100/1000 are generated if missing;
 //                                  trace50 / trace300: a generated torch.profiler trace of that many MB
+//                                  grown100 / grown1000 / grown2000: a real training snapshot grown to that
+//                                  many MB (test/gen/memgen/growreal.py: its window repeated, fresh
+//                                  addresses and times, torch's memo layout) — the real-shaped input
 //   BENCH_WEB_RUNS=3               runs per file (the 1 GB file always gets 1)
 //   BENCH_WEB_ZOOM=1000,100,real   which files get the wheel-zoom measurement (default: all selected)
 //   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
@@ -50,6 +53,11 @@ const TMP = join(ROOT, ".tmp/bench");
 const REAL = resolve(
   ROOT,
   "../shared/fixtures/real/kkaitlyn111__cs336-a2-systems__memory_ctx128_fullstep.pickle",
+);
+/** The real file grown into the real-shaped benchmark inputs: a late-recorded training step (AdamW). */
+const GROW_FROM = resolve(
+  ROOT,
+  "../shared/fixtures/real/Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle",
 );
 const SETTLE_MS = Number(process.env.BENCH_WEB_SETTLE_MS ?? 2000);
 const VIA: "input" | "src" = process.env.BENCH_WEB_VIA === "src" ? "src" : "input";
@@ -677,6 +685,19 @@ function fileSpecs(): Spec[] {
       });
       continue;
     }
+    const grownMb = /^grown(\d+)$/.exec(key);
+    if (grownMb) {
+      const mb = Number(grownMb[1]);
+      const path = grownSnapshot(mb);
+      out.push({
+        key,
+        label: `real-shaped ${(statSync(path).size / 1e6).toFixed(0)} MB`,
+        path,
+        runs: mb >= 1000 ? 1 : runsWanted,
+        timeoutMs: 90_000 + mb * 600,
+      });
+      continue;
+    }
     const n = Number(key);
     if (!Number.isFinite(n) || n <= 0) {
       log(`skip ${key}: not a size in MB, "real" or "traceN"`);
@@ -699,6 +720,20 @@ function fileSpecs(): Spec[] {
     });
   }
   return out;
+}
+
+/** A real training snapshot grown to about `mb` MB, written once into .tmp/bench. */
+function grownSnapshot(mb: number): string {
+  const path = join(TMP, `grown-${mb}mb.pickle`);
+  if (!existsSync(path)) {
+    log(`growing ${GROW_FROM} to ${path} …`);
+    execFileSync(
+      "python3",
+      ["test/gen/generate.py", "grow-real", "--from", GROW_FROM, "--target-mb", String(mb), path],
+      { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
+    );
+  }
+  return path;
 }
 
 async function serve(dir: string): Promise<{ url: string; proc: ChildProcess }> {

@@ -104,6 +104,67 @@ test.describe("series of dumps", () => {
     }
   });
 
+  test("a series link keeps the picked growth row and the compared pair, and opens with them", async ({
+    page,
+  }) => {
+    const truth = JSON.parse(readFileSync(join(dir, "list", "series.truth.json"), "utf8")) as SeriesTruth;
+    const server: Server = createServer((req, res) => {
+      const m = /^\/(peakscope-rank0-step\d\.pickle)$/.exec(req.url ?? "");
+      if (!m) {
+        res.writeHead(404, { "Access-Control-Allow-Origin": "*" }).end("not found");
+        return;
+      }
+      const body = readFileSync(join(dir, "list", m[1]));
+      res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Content-Length": body.length }).end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const srcs = truth.dumps.map(
+        (d, i) =>
+          `${i === 0 ? "src" : `src${i + 1}`}=${encodeURIComponent(`http://127.0.0.1:${port}/${d.file}`)}`,
+      );
+      await page.goto(`./#v=1&${srcs.join("&")}`);
+      await waitIdle(page);
+      const view = page.getByRole("region", { name: "Series" });
+      await expect(view).toHaveAttribute("data-verdict", "leak");
+      // pick the leak's row and a pair: both go into the link
+      await view.locator("tr[data-kind=leak]").click();
+      const cmp = view.getByTestId("series-compare");
+      const a = truth.dumps[1].file;
+      const b = truth.dumps[3].file;
+      await cmp.getByRole("combobox", { name: "Compare dump A" }).selectOption(a);
+      await cmp.getByRole("combobox", { name: "with dump B" }).selectOption(b);
+      const hash = await page.evaluate(() => location.hash);
+      const params = new URLSearchParams(hash.slice(1));
+      const leak = truth.leakSites[0];
+      expect(params.get("pick")).toBe(leak.site);
+      expect(params.get("pickcat")).toBe(leak.category);
+      expect(params.getAll("pair")).toEqual([a, b]);
+      // the same link in a fresh page opens with them: the row picked, its bytes per dump, the pair
+      const fresh = await page.context().newPage();
+      await fresh.goto(`./${hash}`);
+      await waitIdle(fresh);
+      const view2 = fresh.getByRole("region", { name: "Series" });
+      await expect(view2.locator("tr[data-kind=leak]")).toHaveAttribute("aria-selected", "true");
+      const shown = await view2
+        .getByTestId("series-site")
+        .locator("[data-bytes]")
+        .evaluateAll((els) => els.map((e) => Number(e.getAttribute("data-bytes"))));
+      expect(shown).toEqual(truth.dumps.map((d) => d.leakBytes[0]));
+      const cmp2 = view2.getByTestId("series-compare");
+      await expect(cmp2.getByRole("combobox", { name: "Compare dump A" })).toHaveValue(a);
+      await expect(cmp2.getByRole("combobox", { name: "with dump B" })).toHaveValue(b);
+      // B − A of the leaking site, from the truth
+      const delta = truth.dumps[3].leakBytes[0] - truth.dumps[1].leakBytes[0];
+      await expect(cmp2.locator(`[data-bytes="${delta}"]`).first()).toBeVisible();
+      await fresh.close();
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   test("the steady series: no leak, and the lazily made buffer is warm-up", async ({ page }) => {
     await page.goto("/");
     await dropFiles(page, filesOf(join(dir, "none")));

@@ -210,6 +210,14 @@ def main(argv=None):
     bt.add_argument("--target-mb", type=float, required=True)
     bt.add_argument("out")
 
+    gr = sub.add_parser("grow-real", help="a real snapshot's window repeated to about N MB (for the benchmarks)")
+    gr.add_argument("--from", dest="src", required=True, help="a real snapshot pickle (../shared/fixtures/real/…)")
+    gr.add_argument("--target-mb", type=float, required=True)
+    gr.add_argument("--addresses", choices=["banks", "unique"], default="banks",
+                    help="repetitions alternate two address banks (as a caching allocator reuses segments), "
+                         "or each gets its own")
+    gr.add_argument("out")
+
     nw = sub.add_parser("newest", help=newest.__doc__.splitlines()[0])
     nw.add_argument("outdir")
 
@@ -240,6 +248,9 @@ def main(argv=None):
     elif a.cmd == "big-trace":
         from memgen import profiler
         print(json.dumps(profiler.big_trace(a.out, a.target_mb)))
+    elif a.cmd == "grow-real":
+        from memgen import growreal
+        print(json.dumps(growreal.write_grown(a.src, a.out, a.target_mb, a.addresses)))
 
     elif a.cmd == "newest":
         newest(a.outdir)

@@ -117,13 +117,10 @@ export function refineFromTrace(
     blockAddresses,
   );
 
-  // Nearest phase entry before / after each entry, and where each phase next gives way to another.
-  const prev = new Uint8Array(n);
-  const next = new Uint8Array(n);
+  // The phase run of each entry (the last phase seen at or before it, and a counter of phase changes).
   const phaseRun = new Int32Array(n);
   const runPhase = new Uint8Array(n);
   for (let i = 0, p = 0, run = 0; i < n; i++) {
-    prev[i] = p;
     const ph = phase[i];
     if (ph && ph !== p) {
       if (p) run++;
@@ -132,47 +129,45 @@ export function refineFromTrace(
     phaseRun[i] = run;
     runPhase[i] = p;
   }
-  /** nextNot[P][i]: the first entry after i whose phase is another (not none, not P); n if none. */
-  const nextNotForward = new Int32Array(n);
-  const nextNotOptimizer = new Int32Array(n);
-  const nextNotBackward = new Int32Array(n);
-  const nextBackward = new Int32Array(n);
-  for (let i = n - 1, p = 0, nf = n, no = n, nb = n, b = n; i >= 0; i--) {
-    next[i] = p;
-    nextNotForward[i] = nf;
-    nextNotOptimizer[i] = no;
-    nextNotBackward[i] = nb;
-    nextBackward[i] = b;
+
+  // Backwards, so that "the next entry of another phase" is a running value rather than four columns of
+  // n entries each (fresh memory costs more than the arithmetic on a big trace): at entry i, `next` is
+  // the phase of the nearest phase entry after i, `nf` / `no` / `nb` the first entry after i whose phase
+  // is another than forward / optimizer / backward, `b` the first backward entry after i and `nbAfterB`
+  // the first entry after b of another phase.
+  for (let i = n - 1, next = 0, nf = n, no = n, nb = n, b = n, nbAfterB = n; i >= 0; i--) {
+    if (kinds[t.action[i]] === Kind.alloc && !t.isWorkspace[i]) {
+      const s = t.stack[i];
+      const r = s === EMPTY_STACK ? -1 : stackRule[s];
+      const e = end[i];
+      const prev = i > 0 ? runPhase[i - 1] : 0; // the nearest phase entry before i
+      let fired = -1;
+      if (engine[i] === 1 || r === R.backwardCall) {
+        const outlived = mainPrefix[e] - mainPrefix[i + 1] > 0;
+        fired = outlived ? (s === EMPTY_STACK ? R.engineNoStack : r) : R.inFlight;
+      } else if (r === R.forward) {
+        if (e < n && e < nf) fired = R.forwardTransient;
+      } else if (r === R.optimizer) {
+        if (e < n && e < no) fired = R.optimizerScratch;
+      } else if (r === R.ownCode && prev === Phase.forward && next === Phase.backward) {
+        // b: the backward that follows; nbAfterB: the first entry after b of another phase
+        fired = e < b ? R.lossIntermediate : b < n && e < nbAfterB ? R.lossSaved : R.loss;
+      }
+      if (fired >= 0 && fired !== r) {
+        rule[i] = fired;
+        cat[i] = RULES[fired].category;
+      }
+    }
     const ph = phase[i];
     if (ph) {
-      p = ph;
+      next = ph;
       if (ph !== Phase.forward) nf = i;
       if (ph !== Phase.optimizer) no = i;
       if (ph !== Phase.backward) nb = i;
-      else b = i;
-    }
-  }
-
-  for (let i = 0; i < n; i++) {
-    if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
-    const s = t.stack[i];
-    const r = s === EMPTY_STACK ? -1 : stackRule[s];
-    const e = end[i];
-    let fired = -1;
-    if (engine[i] === 1 || r === R.backwardCall) {
-      const outlived = mainPrefix[e] - mainPrefix[i + 1] > 0;
-      fired = outlived ? (s === EMPTY_STACK ? R.engineNoStack : r) : R.inFlight;
-    } else if (r === R.forward) {
-      if (e < n && e < nextNotForward[i]) fired = R.forwardTransient;
-    } else if (r === R.optimizer) {
-      if (e < n && e < nextNotOptimizer[i]) fired = R.optimizerScratch;
-    } else if (r === R.ownCode && prev[i] === Phase.forward && next[i] === Phase.backward) {
-      const b = nextBackward[i];
-      fired = e < b ? R.lossIntermediate : b < n && e < nextNotBackward[b] ? R.lossSaved : R.loss;
-    }
-    if (fired >= 0 && fired !== r) {
-      rule[i] = fired;
-      cat[i] = RULES[fired].category;
+      else {
+        b = i;
+        nbAfterB = nb;
+      }
     }
   }
   return { end, freesBeforeTrace, phase, phaseRun, runPhase, lastAlloc, freesCarryAllocationStack };

@@ -80,6 +80,11 @@ const TRACE_COLUMNS = [
   "isWorkspace",
 ] as const;
 
+function allZero(xs: Float64Array | Int32Array | Uint8Array): boolean {
+  for (let i = 0; i < xs.length; i++) if (xs[i] !== 0) return false;
+  return true;
+}
+
 /**
  * Append-only columns of one device's trace (or of rows staged before their device is known). The
  * columns are contiguous, so a device whose rows are one run of staged rows gets views of them, not a
@@ -169,8 +174,12 @@ export class TraceColumns {
     if (row + count > this.capacity) this.resize(Math.max(4096, row + count, Math.ceil(this.capacity * 1.5)));
     for (const name of TRACE_COLUMNS) {
       if (name === "isWorkspace") continue;
-      const src = from[name] as Float64Array | Int32Array | Uint8Array;
-      (this[name] as typeof src).set(src.subarray(0, count) as never, row);
+      const part = (from[name] as Float64Array | Int32Array | Uint8Array).subarray(0, count);
+      // Rows past `length` were never written, so they are zero: a run of zeros (the default stream in
+      // `stream` and `streamRaw`, the only one most files have) is left unwritten. Memory never written
+      // costs nothing, and writing fresh memory is most of what a big read spends.
+      if (allZero(part)) continue;
+      (this[name] as typeof part).set(part as never, row);
     }
     this.length = row + count;
     return row;

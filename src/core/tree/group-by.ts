@@ -46,6 +46,11 @@ export function annotationsByAllocation(model: SnapshotModel, r: Replay): Map<nu
   if (!t) return out;
   const annotate = model.actionNames.indexOf("annotate");
   if (annotate < 0) return out;
+  // Most traces hold no note: find one before indexing every allocation by address.
+  let first = -1;
+  for (let i = 0; i < t.length && first < 0; i++)
+    if (t.action[i] === annotate && t.userMetadata[i] !== NO_STRING) first = i;
+  if (first < 0) return out;
   const A = r.allocations;
   const byAddr = new Map<number, number[]>();
   for (let k = 0; k < A.length; k++) {
@@ -53,7 +58,7 @@ export function annotationsByAllocation(model: SnapshotModel, r: Replay): Map<nu
     if (list) list.push(k);
     else byAddr.set(A.address[k], [k]);
   }
-  for (let i = 0; i < t.length; i++) {
+  for (let i = first; i < t.length; i++) {
     if (t.action[i] !== annotate || t.userMetadata[i] === NO_STRING) continue;
     const ids = byAddr.get(t.addr[i]);
     if (!ids) continue;

@@ -13,7 +13,7 @@ import { endWorker, separateWorker } from "../../state/client";
 import { checkUrl, DownloadError, download, nameOfUrl } from "../../state/download";
 import { beginWork, endWork } from "../../state/idle";
 import { replaceHash } from "../../state/linkSync";
-import { writeManySources } from "../../state/ranksLink";
+import { type SeriesPick, seriesPick, writeManySources } from "../../state/ranksLink";
 import "../ranks/store"; // the rank overview plugs into manyFiles first; this wraps it
 import { isSeries } from "./detect";
 
@@ -52,6 +52,8 @@ const PARALLEL = 2;
 let generation = 0;
 /** The user picked the compared pair: keep it while more dumps arrive (else: the first and the last). */
 let pairByUser = false;
+/** A link's picks, applied once its dumps are read (the pair when both dumps are in the series). */
+let wanted: SeriesPick = { row: null, pair: null };
 let workers: { terminate: () => void }[] = [];
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
@@ -80,8 +82,14 @@ export const useSeries = create<SeriesState>()((set, get) => {
     }
     try {
       const result = seriesLeaks(done);
-      const pair = get().pair;
       const files = result.steps.map((s) => s.file as string);
+      const w = wanted.pair;
+      if (w && files.includes(w[0]) && files.includes(w[1]) && get().status === "ready") {
+        set({ pair: w });
+        pairByUser = true;
+        wanted = { ...wanted, pair: null };
+      }
+      const pair = get().pair;
       set({
         result,
         refusal: null,
@@ -180,13 +188,30 @@ export const useSeries = create<SeriesState>()((set, get) => {
     const mine = ++generation;
     pairByUser = false;
     endWorkers();
-    set({ entries, shown: true, status: "loading", result: null, refusal: null, selected: null, pair: null });
+    set({
+      entries,
+      shown: true,
+      status: "loading",
+      result: null,
+      refusal: null,
+      selected: wanted.row,
+      pair: null,
+    });
     beginWork();
     try {
       await readAll(mine);
+      if (generation === mine && wanted.pair) recompute(); // the link's pair, now that every dump is in
     } finally {
       endWork();
     }
+  }
+
+  /** A series opened from URLs keeps its picks in the link (a dropped file's series has no link). */
+  function writePicks(): void {
+    const { entries, selected, pair } = get();
+    if (entries.length === 0 || entries.some((e) => e.source.kind !== "url")) return;
+    const urls = entries.map((e) => (e.source as { url: string }).url);
+    replaceHash(`#${writeManySources(urls, { row: selected, pair: pairByUser ? pair : null })}`);
   }
 
   return {
@@ -198,6 +223,7 @@ export const useSeries = create<SeriesState>()((set, get) => {
     selected: null,
     pair: null,
     openFiles(snapshots, counters) {
+      wanted = { row: null, pair: null };
       replaceHash(""); // a link never carries a dropped file
       return begin(
         snapshots.map((file, i) => ({
@@ -211,7 +237,8 @@ export const useSeries = create<SeriesState>()((set, get) => {
       );
     },
     openUrls(urls) {
-      replaceHash(`#${writeManySources(urls)}`);
+      wanted = seriesPick(typeof location === "undefined" ? "" : location.hash);
+      replaceHash(`#${writeManySources(urls, wanted)}`);
       return begin(
         urls.map((url, i) => {
           const c = checkUrl(url);
@@ -228,10 +255,13 @@ export const useSeries = create<SeriesState>()((set, get) => {
     },
     select(row) {
       set({ selected: row });
+      writePicks();
     },
     setPair(pair) {
       pairByUser = true;
+      wanted = { ...wanted, pair: null };
       set({ pair });
+      writePicks();
     },
     dismiss() {
       if (!get().shown && get().entries.length === 0) return;
