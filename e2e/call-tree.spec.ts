@@ -623,6 +623,7 @@ print(json.dumps({"runs": runs, "texts": texts}))
     const other = "Wedsonlin__assignment2-systems__medium_256_inference_memory_snapshot.pickle";
     await dropFiles(page, [real(FILE), real(other)]);
     await waitIdle(page);
+    await page.getByRole("tab", { name: "Tree" }).click();
     const diff = page.getByRole("region", { name: "Call tree difference" });
     await expect(diff).toBeVisible();
     const a = cli(["tree", real(FILE), "--at", "snapshot", "--json"]).json.totalBytes;

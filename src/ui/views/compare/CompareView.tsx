@@ -44,7 +44,8 @@ function DiffTabs() {
   const status = useApp((a) => a.compareStatus);
   const ready = useApp((a) => a.compare !== null);
   const onKey = (e: KeyboardEvent<HTMLButtonElement>) => {
-    const i = DIFF_TABS.findIndex((t) => t.id === tab);
+    // From the focused tab (focus may sit on a tab other than the chosen one).
+    const i = DIFF_TABS.findIndex((t) => `cmp-tab-${t.id}` === e.currentTarget.id);
     const n = DIFF_TABS.length;
     const j =
       e.key === "ArrowRight"

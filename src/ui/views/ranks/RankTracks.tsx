@@ -68,9 +68,11 @@ export function RankTracks({
           const o = outliers.get(r.file) ?? null;
           const peakX = c ? (axis === "time" ? c.peakTimeUs : c.peakEvent) : null;
           const peak = r.peakBytes === null ? "no peak" : `peak ${formatBytes(r.peakBytes)}`;
-          const name = o
-            ? `Rank ${r.rank}, outlier: ${peak}, ${formatBytesSigned(o.aboveMedianBytes)} above the median${o.category ? `, mostly ${o.category}` : ""}. Open ${r.file}`
-            : `Rank ${r.rank}: ${peak}. Open ${r.file}`;
+          // The accessible name starts with the visible label (rank, then "▲ outlier" or its peak).
+          const more = o
+            ? `: ${peak}, ${formatBytesSigned(o.aboveMedianBytes)} above the median${o.category ? `, mostly ${o.category}` : ""}; opens ${r.file}`
+            : ` peak; opens ${r.file}`;
+          const label = o ? "▲ outlier" : r.peakBytes === null ? "—" : formatBytes(r.peakBytes);
           return (
             <li key={r.file}>
               <button
@@ -81,18 +83,14 @@ export function RankTracks({
                 data-outlier={o ? "1" : "0"}
                 data-points={series?.points ?? 0}
                 data-span={series?.span ?? ""}
-                aria-label={name}
-                title={name}
+                title={`rank ${r.rank} ${label}${more}`}
                 onClick={() => e && void useRanks.getState().openRank(e.id)}
               >
-                <span className="rank-track-label" aria-hidden="true">
+                <span className="rank-track-label">
                   <span className="rank-track-name">rank {r.rank}</span>
-                  {o ? (
-                    <span className="rank-track-flag">▲ outlier</span>
-                  ) : (
-                    <span className="muted">{r.peakBytes === null ? "—" : formatBytes(r.peakBytes)}</span>
-                  )}
+                  <span className={o ? "rank-track-flag" : "muted"}>{label}</span>
                 </span>
+                <span className="visually-hidden">{more}</span>
                 {series ? (
                   <Track
                     series={series}
@@ -210,7 +208,8 @@ function Track({
     [s, span, top, peakX, outlier],
   );
   return (
-    <span className="rank-multiple-plot">
+    // The button names the track; the picture inside it is not read out twice.
+    <span className="rank-multiple-plot" aria-hidden="true">
       <Canvas
         draw={draw}
         height={H}
