@@ -3,7 +3,7 @@
 // --json`; each column equals its own report; zoom and cursor are linked (and can be unlinked);
 // clicking a call site of the difference highlights its blocks in both maps.
 
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { expect, type Locator, type Page, test } from "@playwright/test";
@@ -309,6 +309,29 @@ test.describe("compare as a workspace at 1440×900", () => {
       const pad = (last - first) * 0.01;
       expect(Math.abs(x1 - (last + pad)), `${file}: axis end`).toBeLessThan(1);
       expect(Math.abs(x0 - (first - pad)), `${file}: axis start`).toBeLessThan(1);
+    }
+    // Each track's head states its peak as Python replays it; "≥ … (recorded window)" when the trace began
+    // with memory already held (no sidecar here to say the run's peak).
+    for (const [track, file] of [
+      [a, INFERENCE],
+      [b, TRAINING],
+    ] as const) {
+      const py = spawnSync("python3", [resolve(ROOT, "e2e/tools/py_peak.py"), real(file)], {
+        encoding: "utf8",
+      });
+      expect(py.status, py.stderr).toBe(0);
+      const { peakBytes, initialBytes } = JSON.parse(py.stdout) as {
+        peakBytes: number;
+        initialBytes: number;
+      };
+      const head = track.getByTestId("track-peak");
+      await expect(head).toHaveAttribute("data-value", /^\d+$/);
+      // Within 0.1 %: Python walks requested sizes back from the snapshot, the page replays block bytes
+      // (the same tolerance as e2e/workspace.spec.ts).
+      const shown = Number(await head.getAttribute("data-value"));
+      expect(Math.abs(shown - peakBytes), file).toBeLessThanOrEqual(peakBytes * 0.001);
+      await expect(head).toHaveAttribute("data-window-only", initialBytes > 0 ? "1" : "0");
+      if (initialBytes > 0) await expect(head).toContainText("(recorded window)");
     }
     // The shared axis is the toggle: both tracks say so.
     await page.getByTestId("link-toggle").check();

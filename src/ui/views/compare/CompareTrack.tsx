@@ -5,6 +5,7 @@
 // Everything inside reads the side's own store through SideContext, exactly as the single-file page does.
 
 import { useEffect, useRef, useState } from "react";
+import type { PanelAnswer } from "../../../../workers/api";
 import { Bytes } from "../../components/Bytes";
 import { ErrorBanner } from "../../components/ErrorBanner";
 import { ErrorBoundary } from "../../components/ErrorBoundary";
@@ -56,9 +57,10 @@ function TrackHead({ label, side }: { label: "A" | "B"; side: Side }) {
   const device = S((s) => s.device);
   const setDevice = S((s) => s.setDevice);
   const countersFile = S((s) => s.panel?.countersFile ?? null);
-  const replay = S((s) => s.panel?.replay ?? null);
+  const panel = S((s) => s.panel);
   const status = S((s) => s.status);
   const l = label.toLowerCase();
+  const peak = panel ? peakOf(panel) : null;
   return (
     <div className="cmp-track-head">
       <span className={`side-badge side-${l}`}>{label}</span>
@@ -98,14 +100,46 @@ function TrackHead({ label, side }: { label: "A" | "B"; side: Side }) {
         </span>
       )}
       <span className="spacer" />
-      {replay && (
-        <span className="small cmp-track-peak" data-testid="track-peak" data-value={replay.peakBytes}>
-          peak <strong>{formatBytes(replay.peakBytes)}</strong>
+      {peak && (
+        <span
+          className="small cmp-track-peak"
+          data-testid="track-peak"
+          data-value={peak.bytes}
+          data-window-only={peak.windowOnly ? "1" : "0"}
+          title={
+            peak.windowOnly
+              ? "The trace began with memory already allocated and no counters sidecar gives the run's peak: this is the highest moment of the recorded window (Details has the why)"
+              : undefined
+          }
+        >
+          {peak.windowOnly ? "peak ≥ " : "peak "}
+          <strong>{formatBytes(peak.bytes)}</strong>
+          {peak.windowOnly ? " (recorded window)" : ""}
         </span>
       )}
       {status === "ready" && <DetailsDialog label={label} />}
     </div>
   );
+}
+
+/**
+ * The peak to show, as the Summary pane words it: a sidecar's max_memory_allocated when it is about this
+ * device, else the replayed peak — "≥ … (recorded window)" when the trace began with memory already held
+ * and no sidecar confirms the run's peak.
+ */
+function peakOf(panel: PanelAnswer): { bytes: number; windowOnly: boolean } | null {
+  const r = panel.replay;
+  const rr = panel.replayReport;
+  const countersPeak =
+    rr?.peak?.source === "counters" && rr.peak.device === panel.device ? rr.peak.allocatedBytes : null;
+  const countersKnown =
+    countersPeak !== null ||
+    (rr?.peak?.device === panel.device &&
+      rr.peak.countersPeakBytes !== null &&
+      rr.peak.countersPeakBytes !== undefined);
+  const bytes = countersPeak ?? r?.peakBytes ?? null;
+  if (bytes === null) return null;
+  return { bytes, windowOnly: r !== null && !r.isRunPeak && !countersKnown };
 }
 
 /** This file's own analysis (totals, peak, categories, checks, call sites) in a modal dialog. */
