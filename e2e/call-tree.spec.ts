@@ -626,6 +626,8 @@ print(json.dumps({"runs": runs, "texts": texts}))
     await page.getByRole("tab", { name: "Tree" }).click();
     const diff = page.getByRole("region", { name: "Call tree difference" });
     await expect(diff).toBeVisible();
+    // Peaks are compared by default; this check is about the snapshots.
+    await diff.getByRole("button", { name: "Both snapshots" }).click();
     const a = cli(["tree", real(FILE), "--at", "snapshot", "--json"]).json.totalBytes;
     const bb = cli(["tree", real(other), "--at", "snapshot", "--json"]).json.totalBytes;
     // Which file is A: the compare bar names it first.

@@ -406,6 +406,22 @@ test.describe("compare as a workspace at 1440×900", () => {
     expect(await sitesPane.evaluate((el) => el.scrollTop)).toBeGreaterThan(0);
     const s = await scrolls();
     expect(s.doc).toBeLessThanOrEqual(s.win);
+    // The Tree compares the peaks by default: B − A is Python's peak of B minus its peak of A (within 0.1 %).
+    await page.getByRole("tab", { name: "Tree" }).click();
+    const tree = page.getByRole("region", { name: "Call tree difference" });
+    await expect(tree.getByRole("button", { name: "Both peaks" })).toHaveAttribute("aria-pressed", "true");
+    const pyPeak = (file: string) =>
+      (
+        JSON.parse(
+          execFileSync("python3", [resolve(ROOT, "e2e/tools/py_peak.py"), real(file)]).toString(),
+        ) as {
+          peakBytes: number;
+        }
+      ).peakBytes;
+    const [peakA, peakB] = [pyPeak(INFERENCE), pyPeak(TRAINING)];
+    await expect(tree.getByTestId("tree-diff-total")).toHaveAttribute("data-bytes", /^-?\d+$/);
+    const treeDelta = Number(await tree.getByTestId("tree-diff-total").getAttribute("data-bytes"));
+    expect(Math.abs(treeDelta - (peakB - peakA))).toBeLessThanOrEqual((peakA + peakB) * 0.001);
     // A file's own analysis opens in a dialog (its checks, as in its own report).
     await a.getByTestId("track-details").click();
     await expect(a.getByTestId("track-details-dialog")).toBeVisible();
