@@ -3,8 +3,9 @@
 // --json`; each column equals its own report; zoom and cursor are linked (and can be unlinked);
 // clicking a call site of the difference highlights its blocks in both maps.
 
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { expect, type Locator, type Page, test } from "@playwright/test";
 import { cli, dropFiles, ROOT, real, waitIdle, watchConsole } from "./helpers";
 
@@ -48,8 +49,9 @@ const TRAINING = "Wedsonlin__assignment2-systems__medium_256_training_memory_sna
 async function expectDiffEqualsCli(page: Page, report: any) {
   const c = report.compare;
   const diff = page.getByTestId("diff");
-  await expect(diff.getByTestId("verdict")).toHaveText(c.verdict);
-  expect(Number(await diff.getByTestId("verdict").getAttribute("data-delta"))).toBe(c.totalDeltaBytes);
+  // The verdict is in the pinned header; the rest in the diff tabs (every pane stays mounted).
+  await expect(page.getByTestId("verdict")).toHaveText(c.verdict);
+  expect(Number(await page.getByTestId("verdict").getAttribute("data-delta"))).toBe(c.totalDeltaBytes);
   for (const key of ["allocated", "reserved", "active"]) {
     const row = diff.getByTestId(`diff-total-${key}`);
     const field = `${key}Bytes`;
@@ -109,13 +111,13 @@ test.describe("compare", () => {
     await expect(b.getByTestId("column-file")).toHaveText(TRAINING);
     await expectDiffEqualsCli(page, report);
     await expectDiffEqualsPython(page, pyTotals(real(INFERENCE)), pyTotals(real(TRAINING)));
-    // Each column: its timeline, map and totals (the totals equal each file's report).
-    for (const [col, totals] of [
-      [a, report.totals],
-      [b, report.compare.otherTotals],
+    // Each track: its timeline and totals (the totals equal each file's report); its map in Call sites.
+    for (const [col, map, totals] of [
+      [a, page.getByTestId("map-a"), report.totals],
+      [b, page.getByTestId("map-b"), report.compare.otherTotals],
     ] as const) {
       await expect(col.getByTestId("timeline-canvas")).toBeVisible();
-      await expect(col.getByTestId("segment-map-canvas")).toBeAttached();
+      await expect(map.getByTestId("segment-map-canvas")).toBeAttached();
       expect(Number(await col.getByTestId("total-allocated").getAttribute("data-value"))).toBe(
         totals.allocatedBytes,
       );
@@ -165,6 +167,8 @@ test.describe("compare", () => {
     expect(ub).toEqual(zb);
 
     // A call site of the difference: its blocks light up in both maps (B holds them; A has none).
+    await page.getByRole("tab", { name: "Call sites" }).click();
+    const [ma, mb] = [page.getByTestId("map-a"), page.getByTestId("map-b")];
     const top = report.compare.callSites[0];
     const button = page.getByTestId("diff-sites").locator(`button[data-site="${top.site}"]`);
     await button.click();
@@ -172,8 +176,8 @@ test.describe("compare", () => {
     await expect(button).toHaveAttribute("aria-pressed", "true");
     const lit = async (col: Locator) =>
       Number(await col.getByTestId("segment-map").getAttribute("data-highlighted"));
-    expect(await lit(b)).toBeGreaterThan(0);
-    expect(await lit(a)).toBe(0);
+    expect(await lit(mb)).toBeGreaterThan(0);
+    expect(await lit(ma)).toBe(0);
     // A site both files hold: lit on both sides.
     const shared = report.topCallSites.find((s: any) =>
       report.compare.callSites.some((d: any) => d.label === s.label),
@@ -183,8 +187,8 @@ test.describe("compare", () => {
     const d = report.compare.callSites.find((x: any) => x.label === shared.label);
     await page.getByTestId("diff-sites").locator(`button[data-site="${d.site}"]`).click();
     await waitIdle(page);
-    expect(await lit(a)).toBeGreaterThan(0);
-    expect(await lit(b)).toBeGreaterThan(0);
+    expect(await lit(ma)).toBeGreaterThan(0);
+    expect(await lit(mb)).toBeGreaterThan(0);
     expect(errors).toEqual([]);
   });
 
@@ -359,3 +363,213 @@ async function expectDiffEqualsTruth(page: Page, fileA: string, fileB: string) {
   for (const b of await sites.all()) sum += Number(await b.getAttribute("data-delta"));
   expect(sum).toBe(tb.snapshot.allocatedBytes - ta.snapshot.allocatedBytes);
 }
+
+// The comparison as a workspace (issue 21, point 6): two tracks under one pinned header, diff tabs below,
+// nothing scrolls but the chosen pane. Expected values come from Python reading each pickle.
+test.describe("compare as a workspace at 1440×900", () => {
+  test.use({ viewport: { width: 1440, height: 900 } });
+
+  /** Each file's trace: the first and last event's time_us, read with Python's own pickle. */
+  const traceTimes = (file: string) =>
+    JSON.parse(
+      execFileSync("python3", [
+        "-c",
+        "import json,pickle,sys; s=pickle.load(open(sys.argv[1],'rb')); " +
+          "t=next(t for t in s['device_traces'] if t); print(json.dumps([t[0]['time_us'], t[-1]['time_us']]))",
+        file,
+      ]).toString(),
+    ) as [number, number];
+
+  test("two tracks, each on its own time axis; diff tabs switch panes; the page never scrolls; B − A in view", async ({
+    page,
+  }) => {
+    const errors = watchConsole(page);
+    await page.goto("./");
+    await dropFiles(page, [real(INFERENCE), real(TRAINING)]);
+    await waitIdle(page);
+    const a = page.getByTestId("column-a");
+    const b = page.getByTestId("column-b");
+    // Both tracks sit in the pinned strip, A above B, each labelled.
+    const strip = page.getByTestId("compare-strip");
+    await expect(strip.getByTestId("column-a")).toBeVisible();
+    await expect(strip.getByTestId("column-b")).toBeVisible();
+    await expect(a).toHaveAttribute("aria-label", /^File A: on its own time axis/);
+    await expect(b).toHaveAttribute("aria-label", /^File B: on its own time axis/);
+    const boxA = (await a.boundingBox())!;
+    const boxB = (await b.boundingBox())!;
+    expect(boxB.y).toBeGreaterThanOrEqual(boxA.y + boxA.height);
+    // Each track's x domain is its own trace (Python's first and last time_us), with the view's 1 % margin.
+    for (const [track, file] of [
+      [a, INFERENCE],
+      [b, TRAINING],
+    ] as const) {
+      const [first, last] = traceTimes(real(file));
+      const tl = track.getByTestId("timeline");
+      await expect(tl).toHaveAttribute("data-axis", "time");
+      const x0 = Number(await tl.getAttribute("data-x0"));
+      const x1 = Number(await tl.getAttribute("data-x1"));
+      const pad = (last - first) * 0.01;
+      expect(Math.abs(x1 - (last + pad)), `${file}: axis end`).toBeLessThan(1);
+      expect(Math.abs(x0 - (first - pad)), `${file}: axis start`).toBeLessThan(1);
+    }
+    // Each track's head states its peak as Python replays it; "≥ … (recorded window)" when the trace began
+    // with memory already held (no sidecar here to say the run's peak).
+    for (const [track, file] of [
+      [a, INFERENCE],
+      [b, TRAINING],
+    ] as const) {
+      const py = spawnSync("python3", [resolve(ROOT, "e2e/tools/py_peak.py"), real(file)], {
+        encoding: "utf8",
+      });
+      expect(py.status, py.stderr).toBe(0);
+      const { peakBytes, initialBytes } = JSON.parse(py.stdout) as {
+        peakBytes: number;
+        initialBytes: number;
+      };
+      const head = track.getByTestId("track-peak");
+      await expect(head).toHaveAttribute("data-value", /^\d+$/);
+      // Within 0.1 %: Python walks requested sizes back from the snapshot, the page replays block bytes
+      // (the same tolerance as e2e/workspace.spec.ts).
+      const shown = Number(await head.getAttribute("data-value"));
+      expect(Math.abs(shown - peakBytes), file).toBeLessThanOrEqual(peakBytes * 0.001);
+      await expect(head).toHaveAttribute("data-window-only", initialBytes > 0 ? "1" : "0");
+      if (initialBytes > 0) await expect(head).toContainText("(recorded window)");
+    }
+    // The shared axis is the toggle: both tracks say so.
+    await page.getByTestId("link-toggle").check();
+    await waitIdle(page);
+    await expect(a).toHaveAttribute("aria-label", /^File A: on the shared time axis/);
+    await expect(b).toHaveAttribute("aria-label", /^File B: on the shared time axis/);
+    await page.getByTestId("link-toggle").uncheck();
+    await waitIdle(page);
+
+    // The diff tabs: exactly these, each showing its own pane; arrows move between them.
+    const tabs = page.getByRole("tablist", { name: "Difference B − A" }).getByRole("tab");
+    await expect(tabs).toHaveText(["Categories", "Call sites", "Tree"]);
+    const panes = {
+      Categories: page.getByTestId("diff-categories"),
+      "Call sites": page.getByTestId("diff-sites"),
+      Tree: page.getByRole("region", { name: "Call tree difference" }),
+    };
+    const scrolls = () =>
+      page.evaluate(() => ({
+        doc: document.documentElement.scrollHeight,
+        win: window.innerHeight,
+        docW: document.documentElement.scrollWidth,
+        winW: window.innerWidth,
+      }));
+    for (const name of ["Categories", "Call sites", "Tree"] as const) {
+      await page.getByRole("tab", { name, exact: true }).click();
+      await waitIdle(page);
+      await expect(page.getByRole("tab", { name, exact: true })).toHaveAttribute("aria-selected", "true");
+      const panel = page.getByRole("tabpanel", { name, exact: true });
+      await expect(panel).toBeVisible();
+      await expect(page.getByRole("tabpanel")).toHaveCount(1); // the others are hidden
+      await expect(panes[name]).toBeVisible();
+      for (const other of Object.keys(panes) as (keyof typeof panes)[])
+        if (other !== name) await expect(panes[other]).toBeHidden();
+      // The document does not scroll (down or sideways); the pane scrolls inside when it must.
+      const s = await scrolls();
+      expect(s.doc, name).toBeLessThanOrEqual(s.win);
+      expect(s.docW, name).toBeLessThanOrEqual(s.winW);
+      // The B − A column is inside the window and inside the pane (never cut off).
+      const cell =
+        name === "Categories"
+          ? panel.locator("table.diff-totals th", { hasText: "B − A" })
+          : name === "Call sites"
+            ? panel.locator(".site-bytes").first()
+            : panel.locator(".ct-head .num", { hasText: "B − A" });
+      const c = (await cell.boundingBox())!;
+      const p = (await panel.boundingBox())!;
+      expect(c.x + c.width, `${name}: B − A right edge`).toBeLessThanOrEqual(Math.min(1440, p.x + p.width));
+      expect(c.x, name).toBeGreaterThanOrEqual(p.x);
+    }
+    // Arrow keys move between the tabs.
+    await page.getByRole("tab", { name: "Categories" }).click();
+    await page.keyboard.press("ArrowRight");
+    await expect(page.getByRole("tab", { name: "Call sites" })).toHaveAttribute("aria-selected", "true");
+    await expect(page.getByRole("tab", { name: "Call sites" })).toBeFocused();
+    await page.keyboard.press("ArrowLeft");
+    await expect(page.getByRole("tab", { name: "Categories" })).toHaveAttribute("aria-selected", "true");
+    // Every B − A cell of the totals is in view.
+    for (const cell of await page.getByTestId("diff-delta-cell").all()) {
+      const c = (await cell.boundingBox())!;
+      expect(c.x + c.width).toBeLessThanOrEqual(1440);
+      await expect(cell).toBeInViewport();
+    }
+    // The call sites list is long: its pane scrolls inside, the document still does not.
+    await page.getByRole("tab", { name: "Call sites" }).click();
+    const sitesPane = page.getByRole("tabpanel", { name: "Call sites" });
+    const inner = await sitesPane.evaluate((el) => ({ sh: el.scrollHeight, ch: el.clientHeight }));
+    expect(inner.sh).toBeGreaterThan(inner.ch);
+    const last = page.getByTestId("diff-sites").locator("button[data-site]").last();
+    await last.scrollIntoViewIfNeeded();
+    await expect(last).toBeInViewport();
+    expect(await sitesPane.evaluate((el) => el.scrollTop)).toBeGreaterThan(0);
+    const s = await scrolls();
+    expect(s.doc).toBeLessThanOrEqual(s.win);
+    // The Tree compares the peaks by default: B − A is Python's peak of B minus its peak of A (within 0.1 %).
+    await page.getByRole("tab", { name: "Tree" }).click();
+    const tree = page.getByRole("region", { name: "Call tree difference" });
+    await expect(tree.getByRole("button", { name: "Both peaks" })).toHaveAttribute("aria-pressed", "true");
+    const pyPeak = (file: string) =>
+      (
+        JSON.parse(
+          execFileSync("python3", [resolve(ROOT, "e2e/tools/py_peak.py"), real(file)]).toString(),
+        ) as {
+          peakBytes: number;
+        }
+      ).peakBytes;
+    const [peakA, peakB] = [pyPeak(INFERENCE), pyPeak(TRAINING)];
+    await expect(tree.getByTestId("tree-diff-total")).toHaveAttribute("data-bytes", /^-?\d+$/);
+    const treeDelta = Number(await tree.getByTestId("tree-diff-total").getAttribute("data-bytes"));
+    expect(Math.abs(treeDelta - (peakB - peakA))).toBeLessThanOrEqual((peakA + peakB) * 0.001);
+    // A file's own analysis opens in a dialog (its checks, as in its own report).
+    await a.getByTestId("track-details").click();
+    await expect(a.getByTestId("track-details-dialog")).toBeVisible();
+    await expect(a.getByTestId("track-details-dialog").getByTestId("checks")).toBeVisible();
+    await page.keyboard.press("Escape");
+    await expect(a.getByTestId("track-details-dialog")).toBeHidden();
+    expect(errors).toEqual([]);
+  });
+
+  for (const scheme of ["light", "dark"] as const) {
+    test(`screenshots (${scheme}) and axe-core: no serious violations on any diff tab`, async ({
+      browser,
+    }) => {
+      // The built page's CSP (Trusted Types) refuses injected scripts: axe runs in a context without it.
+      const context = await browser.newContext({
+        bypassCSP: true,
+        baseURL: test.info().project.use.baseURL,
+        viewport: { width: 1440, height: 900 },
+        colorScheme: scheme,
+      });
+      const page = await context.newPage();
+      const errors = watchConsole(page);
+      await page.goto("./");
+      await dropFiles(page, [real(INFERENCE), real(TRAINING)]);
+      await waitIdle(page);
+      mkdirSync("/tmp/shots", { recursive: true });
+      for (const name of ["Categories", "Call sites", "Tree"]) {
+        await page.getByRole("tab", { name, exact: true }).click();
+        await waitIdle(page);
+        const slug = name.toLowerCase().replace(" ", "-");
+        await page.screenshot({ path: `/tmp/shots/compare-${slug}-${scheme}.png` });
+        await page.addScriptTag({ path: resolve(ROOT, "node_modules/axe-core/axe.min.js") });
+        const violations = await page.evaluate(async () => {
+          const axe = (window as any).axe;
+          const r = await axe.run(document, { resultTypes: ["violations"] });
+          return r.violations
+            .filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical")
+            .map(
+              (v: { id: string; nodes: { target: string[] }[] }) =>
+                `${v.id}: ${v.nodes[0]?.target.join(" ")}`,
+            );
+        });
+        expect(violations, name).toEqual([]);
+      }
+      expect(errors).toEqual([]);
+      await context.close();
+    });
+  }
+});

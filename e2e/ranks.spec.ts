@@ -10,7 +10,7 @@ import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, statSync } 
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { expect, type Page, test } from "@playwright/test";
 import { dropFiles, ROOT, showTab, waitIdle, watchConsole } from "./helpers";
 
@@ -320,4 +320,130 @@ test.describe("rank overview", () => {
     await shot(page, "overlay", page.getByTestId("timeline"));
     expect(errors).toEqual([]);
   });
+});
+
+// The rank overview as tracks (issue 21, point 7): one track per rank on one shared time axis, the outlier's
+// track marked (visibly and in its accessible name), the table beside the tracks. The outlier is found here
+// from Python's per-rank peaks (e2e/tools/py_peak.py reading each pickle), not from the page.
+test.describe("rank overview: one track per rank", () => {
+  test.use({ viewport: { width: 1440, height: 900 } });
+  let tdir = "";
+  const files = () => Array.from({ length: N }, (_, r) => join(tdir, `snapshot_rank${r}.pickle`));
+  test.beforeAll(() => {
+    tdir = mkdtempSync(join(tmpdir(), "peakscope-e2e-tracks-"));
+    execFileSync("python3", [
+      join(ROOT, "test/gen/generate.py"),
+      "ranks",
+      "--ranks",
+      String(N),
+      "--outlier",
+      "3",
+      tdir,
+    ]);
+  });
+
+  /** Python: each rank's replayed peak, and its trace's span (last − first time_us). */
+  function pythonRanks() {
+    return files().map((f) => {
+      const py = spawnSync("python3", [join(ROOT, "e2e/tools/py_peak.py"), f], { encoding: "utf8" });
+      expect(py.status, py.stderr).toBe(0);
+      const span = execFileSync("python3", [
+        "-c",
+        "import pickle,sys; s=pickle.load(open(sys.argv[1],'rb')); t=next(t for t in s['device_traces'] if t); " +
+          "print(t[-1]['time_us'] - t[0]['time_us'])",
+        f,
+      ]).toString();
+      return { peakBytes: (JSON.parse(py.stdout) as { peakBytes: number }).peakBytes, spanUs: Number(span) };
+    });
+  }
+
+  test("tracks on one shared axis, the outlier's marked; the table beside them", async ({ page }) => {
+    const errors = watchConsole(page);
+    const py = pythonRanks();
+    // The outlier, computed here: the peak more than 5 % (or 1 GiB) above the median of the ranks' peaks.
+    const sorted = py.map((r) => r.peakBytes).sort((a, b) => a - b);
+    const median = (sorted[N / 2 - 1] + sorted[N / 2]) / 2;
+    const outliers = py.flatMap((r, rank) =>
+      r.peakBytes - median > Math.min(0.05 * median, 1024 ** 3) ? [rank] : [],
+    );
+    expect(outliers).toHaveLength(1);
+    const outlier = outliers[0];
+    await page.goto("./");
+    await dropFiles(page, files());
+    await waitIdle(page);
+    const ov = page.getByRole("region", { name: "Rank overview" });
+    const box = ov.getByTestId("rank-tracks");
+    await expect(box).toBeVisible();
+    // One track per rank, in rank order.
+    const tracks = box.getByTestId("rank-multiple");
+    await expect(tracks).toHaveCount(N);
+    expect(await tracks.evaluateAll((els) => els.map((e) => Number(e.getAttribute("data-rank"))))).toEqual(
+      Array.from({ length: N }, (_, r) => r),
+    );
+    // One shared time axis: its span is the longest trace's (Python), every track drawn against it.
+    await expect(box).toHaveAttribute("data-axis", "time");
+    const longest = Math.max(...py.map((r) => r.spanUs));
+    expect(Number(await box.getAttribute("data-span"))).toBe(longest);
+    for (let r = 0; r < N; r++)
+      expect(Number(await tracks.nth(r).getAttribute("data-span")), `rank ${r}`).toBe(py[r].spanUs);
+    await expect(box.getByTestId("rank-axis")).toBeVisible();
+    // The outlier's track: marked, in words and in its accessible name; no other track is.
+    for (let r = 0; r < N; r++) {
+      const t = box.locator(`[data-testid=rank-multiple][data-rank="${r}"]`);
+      if (r === outlier) {
+        await expect(t).toHaveAttribute("data-outlier", "1");
+        await expect(t).toHaveClass(/outlier/);
+        await expect(t).toContainText("▲ outlier");
+      } else {
+        await expect(t).toHaveAttribute("data-outlier", "0");
+        await expect(t).not.toContainText("outlier");
+      }
+    }
+    await expect(box.getByRole("button", { name: new RegExp(`^rank ${outlier} ▲ outlier`) })).toHaveCount(1);
+    await expect(box.getByRole("button", { name: /outlier/ })).toHaveCount(1);
+    // The table is beside the tracks (to their right, side by side), not below them.
+    const tb = (await box.boundingBox())!;
+    const table = (await ov.getByTestId("rank-table").boundingBox())!;
+    expect(table.x).toBeGreaterThanOrEqual(tb.x + tb.width);
+    expect(table.y).toBeLessThan(tb.y + tb.height);
+    // The whole table fits beside the tracks: its last column (checks) is inside the window.
+    const checks = (await ov.locator("th.checks-col").boundingBox())!;
+    expect(checks.x + checks.width).toBeLessThanOrEqual(1440);
+    // A track opens its file.
+    await box.locator(`[data-testid=rank-multiple][data-rank="${outlier}"]`).click();
+    await waitIdle(page);
+    await expect(page.getByTestId("header-file")).toHaveText(`snapshot_rank${outlier}.pickle`);
+    expect(errors).toEqual([]);
+  });
+
+  for (const scheme of ["light", "dark"] as const) {
+    test(`screenshot (${scheme}) and axe-core: no serious violations`, async ({ browser }) => {
+      // The built page's CSP (Trusted Types) refuses injected scripts: axe runs in a context without it.
+      const context = await browser.newContext({
+        bypassCSP: true,
+        baseURL: test.info().project.use.baseURL,
+        viewport: { width: 1440, height: 900 },
+        colorScheme: scheme,
+      });
+      const page = await context.newPage();
+      await page.goto("./");
+      await dropFiles(page, files());
+      await waitIdle(page);
+      await expect(page.getByTestId("rank-tracks")).toBeVisible();
+      mkdirSync(SHOTS, { recursive: true });
+      await page.screenshot({ path: `${SHOTS}/ranks-tracks-${scheme}.png` });
+      await page.addScriptTag({ path: resolve(ROOT, "node_modules/axe-core/axe.min.js") });
+      const violations = await page.evaluate(async () => {
+        const axe = (window as any).axe;
+        const r = await axe.run(document, { resultTypes: ["violations"] });
+        return r.violations
+          .filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical")
+          .map(
+            (v: { id: string; nodes: { target: string[] }[] }) => `${v.id}: ${v.nodes[0]?.target.join(" ")}`,
+          );
+      });
+      expect(violations).toEqual([]);
+      await context.close();
+    });
+  }
 });

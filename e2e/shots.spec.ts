@@ -99,6 +99,7 @@ test.describe("screenshots of a comparison and of a link", () => {
     ]);
     await waitIdle(page);
     await page.screenshot({ path: `${DIR}/compare.png` });
+    await page.getByRole("tab", { name: "Call sites" }).click();
     const first = page.getByTestId("diff-sites").locator("button[data-site]").first();
     await first.click();
     await waitIdle(page);

@@ -37,7 +37,8 @@ export function App() {
     <DropTarget>
       <Header />
       <ShortcutsDialog />
-      <main className={mode === "single" && !ranksShown && !seriesShown ? "page page-fixed" : "page"}>
+      {/* One file and a comparison are workspaces: the page does not scroll, their panes do. */}
+      <main className={!ranksShown && !seriesShown ? "page page-fixed" : "page"}>
         <Notices />
         <RanksBackBar />
         {seriesShown ? (

@@ -48,7 +48,9 @@ function TreeDiffView() {
   const by = useCallTree((t) => t.by);
   const ownCodeOnly = useCallTree((t) => t.ownCodeOnly);
   const hideLibrary = useCallTree((t) => t.hideLibrary);
-  const [moment, setMoment] = useState<Moment>("snapshot");
+  // Peaks compared by default (issue 21): the snapshot of a dump taken after the step is rarely the
+  // moment that matters. A file without a trace falls back to its snapshot (its peak is unknown).
+  const [moment, setMoment] = useState<Moment>("peak");
   const [open, setOpen] = useState<Map<string, boolean>>(() => new Map());
 
   const query: TreeDiffQuery = useMemo(

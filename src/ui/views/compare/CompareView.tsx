@@ -1,25 +1,117 @@
-// Two files side by side: A (the base) on the left, B on the right, the difference between them. A bar
-// above says which is which and holds the comparison's controls: swap, linked zoom/cursor, alignment.
+// Two files as one workspace (issue 21, point 6): a pinned header (both file names, the verdict, swap,
+// the shared-axis toggle and alignment), A and B as two timeline tracks stacked under it — each on its
+// own time axis by default, one shared axis when toggled — and the difference below as ARIA tabs
+// (Categories, Call sites, Tree) filling the rest of the window. The document does not scroll; only the
+// active tab's pane scrolls inside.
 
+import "./compare.css";
+import { type KeyboardEvent, useState } from "react";
+import { ErrorBoundary } from "../../components/ErrorBoundary";
 import { bothHaveSnapshotMarkers, useApp } from "../../state/app";
 import type { Side } from "../../state/client";
 import { sides } from "../../state/store";
 import { TreeDiffPanel } from "../call-tree/TreeDiff";
-import { DiffPanel } from "./DiffPanel";
-import { SideColumn } from "./SideColumn";
+import { CompareTrack } from "./CompareTrack";
+import { DiffCategories, DiffSites, DiffStatus, Verdict } from "./DiffPanel";
+
+/** The diff tabs, in order; `name` is the tab's accessible name (tests and the issue name them exactly). */
+const DIFF_TABS = [
+  { id: "categories", name: "Categories" },
+  { id: "sites", name: "Call sites" },
+  { id: "tree", name: "Tree" },
+] as const;
+type DiffTab = (typeof DIFF_TABS)[number]["id"];
 
 export function CompareView() {
   const base = useApp((a) => a.base);
   const other = (1 - base) as Side;
   return (
-    <div className="compare" data-testid="compare">
-      <CompareBar />
-      <div className="compare-grid">
-        <SideColumn side={base} label="A" />
-        <DiffPanel />
-        <SideColumn side={other} label="B" />
+    <div className="cmp" data-testid="compare">
+      <div className="cmp-strip" data-testid="compare-strip">
+        <CompareBar />
+        <div className="cmp-tracks">
+          <CompareTrack side={base} label="A" />
+          <CompareTrack side={other} label="B" />
+        </div>
       </div>
-      <TreeDiffPanel />
+      <DiffTabs />
+    </div>
+  );
+}
+
+function DiffTabs() {
+  const [tab, setTab] = useState<DiffTab>("categories");
+  const status = useApp((a) => a.compareStatus);
+  const ready = useApp((a) => a.compare !== null);
+  const onKey = (e: KeyboardEvent<HTMLButtonElement>) => {
+    // From the focused tab (focus may sit on a tab other than the chosen one).
+    const i = DIFF_TABS.findIndex((t) => `cmp-tab-${t.id}` === e.currentTarget.id);
+    const n = DIFF_TABS.length;
+    const j =
+      e.key === "ArrowRight"
+        ? (i + 1) % n
+        : e.key === "ArrowLeft"
+          ? (i - 1 + n) % n
+          : e.key === "Home"
+            ? 0
+            : e.key === "End"
+              ? n - 1
+              : -1;
+    if (j < 0) return;
+    e.preventDefault();
+    // The page's ←/→ step the moment: not while moving between tabs.
+    e.stopPropagation();
+    setTab(DIFF_TABS[j].id);
+    document.getElementById(`cmp-tab-${DIFF_TABS[j].id}`)?.focus();
+  };
+  return (
+    <div className="cmp-diff ws-main" data-testid="diff" data-status={status} data-tab={tab}>
+      <div className="ws-tabs" role="tablist" aria-label="Difference B − A">
+        {DIFF_TABS.map((t) => (
+          <button
+            key={t.id}
+            type="button"
+            role="tab"
+            id={`cmp-tab-${t.id}`}
+            aria-selected={t.id === tab}
+            aria-controls={`cmp-pane-${t.id}`}
+            tabIndex={t.id === tab ? 0 : -1}
+            onClick={() => setTab(t.id)}
+            onKeyDown={onKey}
+          >
+            {t.name}
+          </button>
+        ))}
+        <span className="cmp-tabs-note small muted">
+          {tab === "tree"
+            ? "B − A per frame path, at the moment chosen below"
+            : "B − A in live blocks at each file's snapshot"}
+        </span>
+      </div>
+      {/* Every pane stays mounted (hidden when not chosen): a tab switch keeps the tree's open rows. */}
+      {DIFF_TABS.map((t) => (
+        <div
+          key={t.id}
+          className="ws-pane cmp-pane"
+          role="tabpanel"
+          id={`cmp-pane-${t.id}`}
+          aria-labelledby={`cmp-tab-${t.id}`}
+          data-testid={`cmp-pane-${t.id}`}
+          hidden={t.id !== tab}
+          // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling pane, reachable to scroll by keys
+          tabIndex={0}
+        >
+          {t.id === "tree" ? (
+            <TreeDiffPanel />
+          ) : !ready ? (
+            <DiffStatus />
+          ) : (
+            <ErrorBoundary name={t.name}>
+              {t.id === "categories" ? <DiffCategories /> : <DiffSites />}
+            </ErrorBoundary>
+          )}
+        </div>
+      ))}
     </div>
   );
 }
@@ -39,52 +131,55 @@ function CompareBar() {
   sides[1]((s) => s.panel);
   const markers = bothHaveSnapshotMarkers();
   return (
-    <div className="card compare-bar toolbar">
-      <span className="compare-names">
-        Comparing <span className="side-badge side-a">A</span>{" "}
-        <strong className="name" title={aName ?? ""}>
-          {aName}
-        </strong>{" "}
-        with <span className="side-badge side-b">B</span>{" "}
-        <strong className="name" title={bName ?? ""}>
-          {bName}
-        </strong>
-      </span>
-      <button type="button" onClick={() => void swap()} data-testid="swap" title="Make B the base">
-        Swap A and B
-      </button>
-      <span className="spacer" />
-      <label title="Off: each file on its own time axis. On: one axis, zoom, pan and the hover cursor move both timelines together">
-        <input
-          type="checkbox"
-          checked={linked}
-          data-testid="link-toggle"
-          onChange={(e) => setLinked(e.currentTarget.checked)}
-        />{" "}
-        Shared time axis (zoom and cursor move both)
-      </label>
-      <label
-        title={
-          markers
-            ? "Which moment of each file is put at the same place on the axis"
-            : "Both files need a _snapshot() marker in their trace to align on it"
-        }
-      >
-        Align{" "}
-        <select
-          value={markers ? align : "start"}
-          title="Where the two time axes meet"
-          disabled={!markers || !linked}
-          data-testid="align-select"
-          onChange={(e) => setAlign(e.currentTarget.value === "snapshot" ? "snapshot" : "start")}
+    <div className="card compare-bar">
+      <div className="toolbar">
+        <span className="compare-names">
+          Comparing <span className="side-badge side-a">A</span>{" "}
+          <strong className="name" title={aName ?? ""}>
+            {aName}
+          </strong>{" "}
+          with <span className="side-badge side-b">B</span>{" "}
+          <strong className="name" title={bName ?? ""}>
+            {bName}
+          </strong>
+        </span>
+        <button type="button" onClick={() => void swap()} data-testid="swap" title="Make B the base">
+          Swap A and B
+        </button>
+        <span className="spacer" />
+        <label title="Off: each file on its own time axis. On: one axis, zoom, pan and the hover cursor move both timelines together">
+          <input
+            type="checkbox"
+            checked={linked}
+            data-testid="link-toggle"
+            onChange={(e) => setLinked(e.currentTarget.checked)}
+          />{" "}
+          Shared time axis
+        </label>
+        <label
+          title={
+            markers
+              ? "Which moment of each file is put at the same place on the axis"
+              : "Both files need a _snapshot() marker in their trace to align on it"
+          }
         >
-          <option value="start">each trace's start</option>
-          <option value="snapshot">each file's first _snapshot() call</option>
-        </select>
-      </label>
-      <button type="button" onClick={closeCompare} data-testid="close-compare" title="Keep A open, alone">
-        Close comparison
-      </button>
+          Align{" "}
+          <select
+            value={markers ? align : "start"}
+            title="Where the two time axes meet"
+            disabled={!markers || !linked}
+            data-testid="align-select"
+            onChange={(e) => setAlign(e.currentTarget.value === "snapshot" ? "snapshot" : "start")}
+          >
+            <option value="start">each trace's start</option>
+            <option value="snapshot">each file's first _snapshot() call</option>
+          </select>
+        </label>
+        <button type="button" onClick={closeCompare} data-testid="close-compare" title="Keep A open, alone">
+          Close comparison
+        </button>
+      </div>
+      <Verdict />
     </div>
   );
 }

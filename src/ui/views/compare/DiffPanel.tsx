@@ -1,44 +1,64 @@
-// The difference between the two files, between their columns: the verdict line, the totals of each and
-// their difference, and the signed deltas per category and per call site, largest first, coloured by
-// sign. Every number is the `compare` section of `peakscope report A --compare B --json` (B − A, over the
-// live blocks of each snapshot). Clicking a call site highlights its blocks in both segment maps.
+// The difference between the two files: the verdict line (in the pinned header), the totals of each and
+// their difference with the signed delta per category (the Categories tab), and per call site beside both
+// segment maps (the Call sites tab), largest first, coloured by sign. Every number is the `compare` section
+// of `peakscope report A --compare B --json` (B − A, over the live blocks of each snapshot). Clicking a call
+// site highlights its blocks in both segment maps.
 
 import { Bytes } from "../../components/Bytes";
+import { ErrorBoundary } from "../../components/ErrorBoundary";
 import { formatBytes } from "../../format";
 import { categoryColors } from "../../palette";
 import { useApp } from "../../state/app";
-import { sides } from "../../state/store";
+import type { Side } from "../../state/client";
+import { SideContext, sides } from "../../state/store";
+import { SegmentMap } from "../segment-map/SegmentMap";
 
 const sign = (v: number) => (v > 0 ? "up" : v < 0 ? "down" : "zero");
 
-export function DiffPanel() {
+/** The one-line verdict (B − A), in the comparison's pinned header. */
+export function Verdict() {
   const answer = useApp((a) => a.compare);
+  if (!answer) return null;
+  const c = answer.compare;
+  return (
+    <div className="verdict-line">
+      <span className="verdict-label" aria-hidden="true">
+        <span className="side-badge side-b">B</span> − <span className="side-badge side-a">A</span>
+      </span>
+      <p
+        className={`verdict ${sign(c.totalDeltaBytes)}`}
+        data-testid="verdict"
+        data-delta={c.totalDeltaBytes}
+        title={`B − A in live blocks at each file's snapshot, as peakscope report A --compare B prints it:\n${c.verdict}`}
+      >
+        {c.verdict}
+      </p>
+    </div>
+  );
+}
+
+/** Before the answer: comparing, or why it failed. */
+export function DiffStatus() {
   const status = useApp((a) => a.compareStatus);
   const error = useApp((a) => a.compareError);
+  return status === "error" ? (
+    <p className="status-fail" data-testid="diff-error">
+      The comparison failed: {error}
+    </p>
+  ) : (
+    <p className="muted small">
+      {status === "loading" ? "Comparing…" : "The difference appears once both files are open."}
+    </p>
+  );
+}
+
+/** The Categories tab: the totals of each file and their difference, then the signed delta per category. */
+export function DiffCategories() {
+  const answer = useApp((a) => a.compare);
   const base = useApp((a) => a.base);
-  const highlight = sides[base]((s) => (s.highlightBy === "portable" ? s.highlightSite : null));
-  const highlightBoth = useApp((a) => a.highlightBoth);
   const aName = sides[base]((s) => s.fileName);
   const bName = sides[1 - base]((s) => s.fileName);
-
-  if (!answer) {
-    return (
-      <aside className="diff" data-testid="diff" data-status={status}>
-        <section className="card">
-          <h2>Difference B − A</h2>
-          {status === "error" ? (
-            <p className="status-fail" data-testid="diff-error">
-              The comparison failed: {error}
-            </p>
-          ) : (
-            <p className="muted small">
-              {status === "loading" ? "Comparing…" : "The difference appears once both files are open."}
-            </p>
-          )}
-        </section>
-      </aside>
-    );
-  }
+  if (!answer) return null;
   const c = answer.compare;
   const names = Object.keys(c.categories);
   const colors = categoryColors(names);
@@ -46,7 +66,6 @@ export function DiffPanel() {
     .map((n, i) => ({ name: n, delta: c.categories[n], color: colors[i] }))
     .sort((x, y) => Math.abs(y.delta) - Math.abs(x.delta) || x.name.localeCompare(y.name));
   const maxCat = Math.max(1, ...cats.map((x) => Math.abs(x.delta)));
-  const maxSite = Math.max(1, ...c.callSites.map((x) => Math.abs(x.deltaBytes)));
   const totals: [string, string, number | null, number | null][] = [
     ["allocated", "Allocated", answer.baseTotals.allocatedBytes, c.otherTotals.allocatedBytes],
     ["reserved", "Reserved", answer.baseTotals.reservedBytes, c.otherTotals.reservedBytes],
@@ -54,29 +73,22 @@ export function DiffPanel() {
     ["requested", "Requested", answer.baseTotals.requestedBytes, c.otherTotals.requestedBytes],
   ];
   return (
-    <aside className="diff" data-testid="diff" data-status={status}>
-      <section className="card" aria-labelledby="diff-title">
+    <div className="cmp-cats">
+      <section aria-labelledby="diff-title" data-testid="diff-totals">
         <h2 id="diff-title">
-          Difference <span className="side-badge side-b">B</span> −{" "}
-          <span className="side-badge side-a">A</span>
+          Totals of <span className="side-badge side-a">A</span> and{" "}
+          <span className="side-badge side-b">B</span>
         </h2>
-        <p className="small muted" title={`A: ${aName}\nB: ${bName}`}>
-          What B holds more (<span className="up">+</span>) or less (<span className="down">−</span>) than A
-          in live blocks at each file's snapshot, as <code>peakscope report A --compare B</code> prints it.
-        </p>
-        <p
-          className={`verdict ${sign(c.totalDeltaBytes)}`}
-          data-testid="verdict"
-          data-delta={c.totalDeltaBytes}
-        >
-          {c.verdict}
-        </p>
         <table className="num-table diff-totals">
           <thead>
             <tr>
               <th scope="col">All devices</th>
-              <th scope="col">A</th>
-              <th scope="col">B</th>
+              <th scope="col" title={aName ?? ""}>
+                A
+              </th>
+              <th scope="col" title={bName ?? ""}>
+                B
+              </th>
               <th scope="col">B − A</th>
             </tr>
           </thead>
@@ -86,17 +98,24 @@ export function DiffPanel() {
                 <th scope="row">{label}</th>
                 <td>{a === null ? "—" : <Bytes value={a} />}</td>
                 <td>{b === null ? "—" : <Bytes value={b} />}</td>
-                <td className={a !== null && b !== null ? sign(b - a) : undefined}>
+                <td
+                  className={a !== null && b !== null ? sign(b - a) : undefined}
+                  data-testid="diff-delta-cell"
+                >
                   {a === null || b === null ? "—" : <Bytes value={b - a} signed />}
                 </td>
               </tr>
             ))}
           </tbody>
         </table>
+        <p className="small muted">
+          What B holds more (<span className="up">+</span>) or less (<span className="down">−</span>) than A
+          in live blocks at each file's snapshot, as <code>peakscope report A --compare B</code> prints it.
+        </p>
       </section>
 
-      <section className="card" aria-labelledby="diff-cat-title" data-testid="diff-categories">
-        <h2 id="diff-cat-title">By category</h2>
+      <section aria-labelledby="diff-cat-title" data-testid="diff-categories">
+        <h2 id="diff-cat-title">By category (B − A)</h2>
         <table className="num-table">
           <tbody>
             {cats.map((x) => (
@@ -120,14 +139,52 @@ export function DiffPanel() {
             ))}
           </tbody>
         </table>
+        {c.matched.length > 0 && (
+          <p className="small muted" data-testid="diff-matched" title={c.matchRule}>
+            Counted as parameters:{" "}
+            {c.matched
+              .map(
+                (m) =>
+                  `${m.blocks} unknown block${m.blocks === 1 ? "" : "s"} of ${formatBytes(m.sizeBytes)} in ${m.side === "base" ? "A" : "B"}`,
+              )
+              .join(", ")}{" "}
+            — the other file holds exactly that many more parameter blocks of that size (the same weights,
+            recorded in one file only).
+          </p>
+        )}
       </section>
+    </div>
+  );
+}
 
-      <section className="card" aria-labelledby="diff-site-title" data-testid="diff-sites">
-        <h2 id="diff-site-title">By call site</h2>
+/**
+ * The Call sites tab: the signed delta per call site, largest first, beside both segment maps (A above
+ * B); clicking a site highlights its blocks in both.
+ */
+export function DiffSites() {
+  const answer = useApp((a) => a.compare);
+  const base = useApp((a) => a.base);
+  const highlight = sides[base]((s) => (s.highlightBy === "portable" ? s.highlightSite : null));
+  const highlightBoth = useApp((a) => a.highlightBoth);
+  if (!answer) return null;
+  const c = answer.compare;
+  const maxSite = Math.max(1, ...c.callSites.map((x) => Math.abs(x.deltaBytes)));
+  return (
+    <div className="cmp-sites">
+      <section aria-labelledby="diff-site-title" data-testid="diff-sites">
+        <h2 id="diff-site-title">By call site (B − A)</h2>
         <p className="small muted">
           Largest changes first. Sites are matched by <code>file:line:function</code> without install paths,
           so runs from different machines line up. Click one to highlight its blocks in both maps.
         </p>
+        {highlight && (
+          <p className="small">
+            Highlighting <code>{highlight}</code> in both maps{" "}
+            <button type="button" className="link" onClick={() => highlightBoth(null)}>
+              clear
+            </button>
+          </p>
+        )}
         {c.callSites.length === 0 ? (
           <p className="small muted">No call site changed.</p>
         ) : (
@@ -157,16 +214,31 @@ export function DiffPanel() {
             })}
           </ul>
         )}
-        {highlight && (
-          <p className="small">
-            Highlighting <code>{highlight}</code> in both maps{" "}
-            <button type="button" className="link" onClick={() => highlightBoth(null)}>
-              clear
-            </button>
-          </p>
-        )}
       </section>
-    </aside>
+      <div className="cmp-maps">
+        <SideMap side={base} label="A" />
+        <SideMap side={(1 - base) as Side} label="B" />
+      </div>
+    </div>
+  );
+}
+
+/** One file's segment map at its snapshot, in that side's context (its highlight, its device). */
+function SideMap({ side, label }: { side: Side; label: "A" | "B" }) {
+  const S = sides[side];
+  const device = S((s) => s.device);
+  const ready = S((s) => s.status === "ready");
+  return (
+    <SideContext.Provider value={S}>
+      <div className="cmp-map" data-testid={`map-${label.toLowerCase()}`} data-side={side}>
+        <span className={`side-badge side-${label.toLowerCase()}`}>{label}</span>
+        {ready && (
+          <ErrorBoundary name={`segment map ${label}`}>
+            <SegmentMap key={device} />
+          </ErrorBoundary>
+        )}
+      </div>
+    </SideContext.Provider>
   );
 }
 

@@ -1,8 +1,9 @@
 // The rank overview: more than two snapshots opened at once, one row per file (rank, peak, allocated and
 // reserved at the snapshot, reserved − allocated, categories as a stacked bar, checks), the outliers
 // flagged with the category that makes the difference (core rankOverview, what `peakscope ranks` prints),
-// and every rank's allocated memory over its trace as small multiples on one shared scale. Click a row to
-// open that file; tick two and "Compare" opens them side by side.
+// beside one track per rank: its allocated memory over its trace, every track on one shared time axis and
+// byte scale (RankTracks). Click a row or a track to open that file; tick two and "Compare" opens them side
+// by side.
 
 import "./ranks.css";
 import { useMemo, useState } from "react";
@@ -10,7 +11,7 @@ import type { RankOutlier, RankRow } from "../../../core/ranks/index";
 import { Bytes } from "../../components/Bytes";
 import { exactBytes, formatBytes, formatBytesSigned, formatCount, formatPercent } from "../../format";
 import { categoryColors } from "../../palette";
-import { RankMultiples } from "./RankMultiples";
+import { RankTracks } from "./RankTracks";
 import { type RankEntry, useRanks } from "./store";
 
 const PEAK_SOURCE: Record<string, string> = {
@@ -110,80 +111,87 @@ export function RankOverview() {
       )}
 
       {rows.length > 0 && (
-        <>
-          <div className="toolbar">
-            <span className="label">categories</span>
-            <span className="group">
-              <button type="button" aria-pressed={basis === "peak"} onClick={() => setBasis("peak")}>
-                At the peak
-              </button>
-              <button type="button" aria-pressed={basis === "snapshot"} onClick={() => setBasis("snapshot")}>
-                At the snapshot
-              </button>
-            </span>
-            <span className="muted small">
-              Click a row to open that file · tick two to compare them · bars share one byte scale
-            </span>
-          </div>
-          <div className="rank-table-box">
-            <table className="num-table rank-table" data-testid="rank-table">
-              <thead>
-                <tr>
-                  <th title="Tick two rows, then Compare">compare</th>
-                  <th title="From the file names (rank3, rank_3, -r3), else the sidecars' rank, else the order given">
-                    rank
-                  </th>
-                  <th className="rank-file">file</th>
-                  <th title="The sidecar's max_memory_allocated when a .counters.json came with the file (the whole run's), else the trace's replayed peak">
-                    peak
-                  </th>
-                  <th title="This rank's peak minus the median peak over the ranks">vs median</th>
-                  <th title="Σ allocated_size of the segments at the snapshot (live tensors)">allocated</th>
-                  <th title="Σ total_size of the segments at the snapshot (what the cache holds)">
-                    reserved
-                  </th>
-                  <th title="reserved − allocated at the snapshot: cached beyond live tensors (free inside segments, pending frees)">
-                    reserved − allocated
-                  </th>
-                  <th className="bar-col">categories at the {basis}</th>
-                  <th
-                    className="checks-col"
-                    title="The report's consistency checks: real failures only (a dump taken away from the peak is information, listed in grey)"
-                  >
-                    checks
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((r) => {
-                  const e = byName.get(r.file);
-                  if (!e) return null;
-                  return (
-                    <Row
-                      key={r.file}
-                      row={r}
-                      entry={e}
-                      outlier={outliers.get(r.file) ?? null}
-                      checked={checked.includes(e.id)}
-                      comp={compOf(r)}
-                      barMax={barMax}
-                      colors={colors}
-                    />
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-          <div className="legend" data-testid="rank-legend">
-            {categories.map((c) => (
-              <span key={c}>
-                <span className="swatch" style={{ background: colors.get(c) }} />
-                {c}
+        // The tracks on the left (one per rank, one shared axis), the table beside them.
+        <div className="rank-split">
+          <RankTracks rows={rows} entries={byName} outliers={outliers} />
+          <div className="rank-table-side">
+            <div className="toolbar">
+              <span className="label">categories</span>
+              <span className="group">
+                <button type="button" aria-pressed={basis === "peak"} onClick={() => setBasis("peak")}>
+                  At the peak
+                </button>
+                <button
+                  type="button"
+                  aria-pressed={basis === "snapshot"}
+                  onClick={() => setBasis("snapshot")}
+                >
+                  At the snapshot
+                </button>
               </span>
-            ))}
+              <span className="muted small">
+                Click a row to open that file · tick two to compare them · bars share one byte scale
+              </span>
+            </div>
+            <div className="rank-table-box">
+              <table className="num-table rank-table" data-testid="rank-table">
+                <thead>
+                  <tr>
+                    <th title="Tick two rows, then Compare">compare</th>
+                    <th title="From the file names (rank3, rank_3, -r3), else the sidecars' rank, else the order given">
+                      rank
+                    </th>
+                    <th className="rank-file">file</th>
+                    <th title="The sidecar's max_memory_allocated when a .counters.json came with the file (the whole run's), else the trace's replayed peak">
+                      peak
+                    </th>
+                    <th title="This rank's peak minus the median peak over the ranks">vs median</th>
+                    <th title="Σ allocated_size of the segments at the snapshot (live tensors)">allocated</th>
+                    <th title="Σ total_size of the segments at the snapshot (what the cache holds)">
+                      reserved
+                    </th>
+                    <th title="reserved − allocated at the snapshot: cached beyond live tensors (free inside segments, pending frees)">
+                      reserved − allocated
+                    </th>
+                    <th className="bar-col">categories at the {basis}</th>
+                    <th
+                      className="checks-col"
+                      title="The report's consistency checks: real failures only (a dump taken away from the peak is information, listed in grey)"
+                    >
+                      checks
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {rows.map((r) => {
+                    const e = byName.get(r.file);
+                    if (!e) return null;
+                    return (
+                      <Row
+                        key={r.file}
+                        row={r}
+                        entry={e}
+                        outlier={outliers.get(r.file) ?? null}
+                        checked={checked.includes(e.id)}
+                        comp={compOf(r)}
+                        barMax={barMax}
+                        colors={colors}
+                      />
+                    );
+                  })}
+                </tbody>
+              </table>
+            </div>
+            <div className="legend" data-testid="rank-legend">
+              {categories.map((c) => (
+                <span key={c}>
+                  <span className="swatch" style={{ background: colors.get(c) }} />
+                  {c}
+                </span>
+              ))}
+            </div>
           </div>
-          <RankMultiples rows={rows} entries={byName} outliers={outliers} />
-        </>
+        </div>
       )}
 
       {pending.length > 0 && (
