@@ -15,6 +15,7 @@ import { stackFrames } from "../src/core/model/builder";
 import { Action } from "../src/core/model/types";
 import { rankOverview, summaryFromReport } from "../src/core/ranks";
 import { buildReport } from "../src/core/report";
+import { renderReportText } from "../src/core/report/text";
 import { readPath } from "./helpers/model";
 import { python, REPO } from "./helpers/python";
 
@@ -189,6 +190,31 @@ describe("artifacts: bad input", () => {
   const mem = (bytes: number | string) =>
     `{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":1,"args":{"Device Type":1,"Device Id":0,"Bytes":${bytes}}}`;
 
+  it("an [OutOfMemory] event is an OOM marker at its place, with the request; the text report says there are no totals", async () => {
+    // three allocations of 1, 2 and 4 MiB, a free of the 2 MiB one, then the failed 8 MiB request
+    const ev = (name: string, ts: number, bytes: number, addr: number, total: number) =>
+      `{"ph":"i","name":"${name}","pid":1,"tid":1,"ts":${ts},"args":{"Device Type":1,"Device Id":0,"Addr":${addr},"Bytes":${bytes},"Total Allocated":${total},"Total Reserved":${32 << 20}}}`;
+    const MiB = 1 << 20;
+    const events = [
+      ev("[memory]", 10, MiB, 0x10000, MiB),
+      ev("[memory]", 20, 2 * MiB, 0x20000, 3 * MiB),
+      ev("[memory]", 30, 4 * MiB, 0x40000, 7 * MiB),
+      ev("[memory]", 40, -2 * MiB, 0x20000, 5 * MiB),
+      ev("[OutOfMemory]", 50, 8 * MiB, 0, 5 * MiB),
+    ];
+    const model = await read(`{"schemaVersion":1,"traceEvents":[${events.join(",")}]}`, "oom.json");
+    const r = buildReport(model);
+    expect(r.timeline.markers.oom).toBe(1);
+    expect(r.timeline.oom).toHaveLength(1);
+    expect(r.timeline.oom[0].requestBytes).toBe(8 * MiB);
+    // the OOM comes after the four memory events: the peak (7 MiB, after the third) is before it
+    expect(r.timeline.oom[0].eventIndex).toBeGreaterThan(r.peak?.eventIndex ?? Number.POSITIVE_INFINITY);
+    expect(r.peak?.allocatedBytes).toBe(7 * MiB);
+    const text = renderReportText(r);
+    expect(text).toContain("totals: none");
+    expect(text).not.toMatch(/^ {2}reserved +0\.00 MiB/m);
+    expect(text).toMatch(/markers: 0 snapshot, 1 oom/);
+  });
   it("a trace without memory events says how to record one", async () => {
     await fails(
       read('{"schemaVersion":1,"traceEvents":[{"ph":"X","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2}]}'),
