@@ -14,6 +14,7 @@ import { readSnapshot } from "../src/core/formats/read";
 import { stackFrames } from "../src/core/model/builder";
 import { Action } from "../src/core/model/types";
 import { rankOverview, summaryFromReport } from "../src/core/ranks";
+import { prepareReplay } from "../src/core/replay";
 import { buildReport } from "../src/core/report";
 import { renderReportText } from "../src/core/report/text";
 import { readPath } from "./helpers/model";
@@ -66,6 +67,46 @@ describe.skipIf(!HAVE)("artifacts: the real files", () => {
       for (const c of report.checks) expect(c.status).not.toBe("fail");
     });
   }
+
+  it("each device's reserved line follows Total Reserved: its highest and last values are Python's", async () => {
+    const paths = [F.cpu, F.cuda, F.old];
+    // Python: per file and device ("cuda:0"), the highest and the last Total Reserved of its memory events
+    const want = JSON.parse(
+      python([
+        "-c",
+        `import gzip, json, sys
+out = {}
+for f in sys.argv[1:]:
+    t = json.load(gzip.open(f) if f.endswith(".gz") else open(f))
+    ev = t["traceEvents"] if isinstance(t, dict) else t
+    by = {}
+    for e in ev:
+        a = e.get("args") or {}
+        if e.get("name") in ("[memory]", "[OutOfMemory]") and "Total Reserved" in a:
+            key = ("cuda" if a["Device Type"] == 1 else "cpu" if a["Device Type"] == 0 else str(a["Device Type"])) + ":" + str(a.get("Device Id", -1))
+            by.setdefault(key, []).append((e["ts"], a["Total Reserved"]))
+    out[f] = {k: [max(r for _, r in v), sorted(v, key=lambda x: x[0])[-1][1]] for k, v in by.items()}
+print(json.dumps(out))`,
+        ...paths,
+      ]),
+    ) as Record<string, Record<string, [number, number]>>;
+    let devicesWithReserved = 0;
+    for (const path of paths) {
+      const model = await readPath(path);
+      for (let d = 0; d < model.traces.length; d++) {
+        if (model.traces[d].length === 0) continue;
+        const dev = model.source.devices?.[d];
+        const key = `${dev?.deviceType}:${dev?.deviceId}`;
+        const r = prepareReplay(model, d, { categoryCount: 1 });
+        let highest = 0;
+        for (let i = 0; i < r.length; i++) highest = Math.max(highest, r.reserved[i]);
+        const [pyMax, pyLast] = want[path][key] ?? [0, 0]; // no Total Reserved: no line
+        expect([highest, r.reserved[r.length - 1]], `${path} ${key}`).toEqual([pyMax, pyLast]);
+        if (pyMax > 0) devicesWithReserved++;
+      }
+    }
+    expect(devicesWithReserved).toBeGreaterThan(0);
+  });
 
   it("the old trace says its peak is the window's (no Total Allocated, no Addr)", async () => {
     const report = buildReport(await readPath(F.old));
