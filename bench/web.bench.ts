@@ -30,6 +30,8 @@
 //   BENCH_WEB_VIA=src              open each file through the link instead (#src=, served beside the
 //                                  site): times are then from the page's start (navigation), not a pick
 //   BENCH_WEB_WARMUP=0             the page without its idle warm-up (for the A/B the README quotes)
+//   BENCH_WEB_SERIES=10            also open that many 100 MB dumps of one rank (steps 1…N, hard links to
+//                                  the generated 100 MB file) into the Series view: time to its verdict
 //   BENCH_WEB_RANKS=16             also open that many 100 MB rank files at once (hard links to the
 //                                  generated 100 MB file) into the rank overview: time until every row is
 //                                  in, and the renderer's peak RSS beside one 100 MB file's (0: skip)
@@ -804,7 +806,9 @@ async function main() {
       }
     }
     const ranks = Number(process.env.BENCH_WEB_RANKS ?? 16);
-    if (ranks > 0) await ranksRun(browser, url, ranks, results);
+    if (ranks > 0) await manyRun(browser, url, ranks, results, "ranks");
+    const series = Number(process.env.BENCH_WEB_SERIES ?? 10);
+    if (series > 0) await manyRun(browser, url, series, results, "series");
   } finally {
     await browser?.close().catch(() => {});
     proc.kill();
@@ -814,26 +818,34 @@ async function main() {
 }
 
 /**
- * N rank files of 100 MB picked at once: the rank overview reads them one after another (two workers) and
- * keeps summaries only. Prints the time until all N rows are in and the renderer's peak RSS (page and its
+ * N files of 100 MB picked at once: as rank files (`snapshot_rankR.pickle`) the rank overview reads them
+ * two at a time in workers of their own and keeps summaries only; as one rank's dumps after steps 1…N
+ * (`peakscope-rank0-stepK.pickle`) the Series view does the same and finds what grows. Prints the time
+ * until every row is in (ranks) or the verdict is given (series) and the renderer's peak RSS (page and its
  * workers), beside the peak of one 100 MB file's load in this run.
  */
-async function ranksRun(browser: Browser, url: string, n: number, results: Run[]): Promise<void> {
+async function manyRun(
+  browser: Browser,
+  url: string,
+  n: number,
+  results: Run[],
+  as: "ranks" | "series",
+): Promise<void> {
   const big = join(TMP, "big-100mb.pickle");
   if (!existsSync(big)) {
     execFileSync("python3", [join(ROOT, "test/gen/generate.py"), "big", "--target-mb", "100", big], {
       stdio: ["ignore", "ignore", "inherit"],
     });
   }
-  const dir = join(TMP, `ranks${n}`);
+  const dir = join(TMP, `${as}${n}`);
   mkdirSync(dir, { recursive: true });
   const files = Array.from({ length: n }, (_, r) => {
-    const f = join(dir, `snapshot_rank${r}.pickle`);
+    const f = join(dir, as === "ranks" ? `snapshot_rank${r}.pickle` : `peakscope-rank0-step${r + 1}.pickle`);
     if (!existsSync(f)) linkSync(big, f);
     return f;
   });
   log(
-    `\n${n} ranks × ${(statSync(big).size / 1e6).toFixed(1)} MB (hard links to ${basename(big)}), picked at once`,
+    `\n${n} ${as === "ranks" ? "ranks" : "dumps of one rank (a series)"} × ${(statSync(big).size / 1e6).toFixed(1)} MB (hard links to ${basename(big)}), picked at once`,
   );
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
@@ -849,11 +861,22 @@ async function ranksRun(browser: Browser, url: string, n: number, results: Run[]
   })();
   const t0 = Date.now();
   await page.getByTestId("file-input").setInputFiles(files, { timeout: 600_000 });
-  await page
-    .getByRole("region", { name: "Rank overview" })
-    .getByTestId("rank-row")
-    .nth(n - 1)
-    .waitFor({ timeout: 600_000 });
+  if (as === "ranks") {
+    await page
+      .getByRole("region", { name: "Rank overview" })
+      .getByTestId("rank-row")
+      .nth(n - 1)
+      .waitFor({ timeout: 600_000 });
+  } else {
+    await page.locator("body[data-mode=series][data-state=ready]").waitFor({ timeout: 600_000 });
+    await page.waitForFunction(
+      () => !!document.querySelector("[data-verdict]")?.getAttribute("data-verdict"),
+      null,
+      {
+        timeout: 600_000,
+      },
+    );
+  }
   await page.waitForFunction(() => document.body.dataset.busy !== "1", null, { timeout: 600_000 });
   const seconds = (Date.now() - t0) / 1000;
   sampling = false;
@@ -862,7 +885,7 @@ async function ranksRun(browser: Browser, url: string, n: number, results: Run[]
   const one = results.filter((r) => r.file.includes("100 MB") && Number.isFinite(r.rendererRss));
   const oneRss = one.length > 0 ? Math.max(...one.map((r) => r.rendererRss)) : Number.NaN;
   log(
-    `  all ${n} rows in ${seconds.toFixed(1)} s; renderer peak RSS ${mb(peak)} MiB` +
+    `  ${as === "ranks" ? `all ${n} rows` : `the series' verdict (${n} dumps)`} in ${seconds.toFixed(1)} s; renderer peak RSS ${mb(peak)} MiB` +
       (Number.isFinite(oneRss)
         ? `; one 100 MB file's load peaked at ${mb(oneRss)} MiB: ${(peak / oneRss).toFixed(2)} ×`
         : " (run the 100 MB file too, BENCH_WEB_FILES=100, for the comparison)"),

@@ -4,9 +4,13 @@
 // the layout around them is being redesigned.
 
 import { execFileSync } from "node:child_process";
-import { resolve } from "node:path";
-import { expect, test } from "@playwright/test";
-import { ROOT, waitIdle, watchConsole } from "./helpers";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { basename, join, resolve } from "node:path";
+import { expect, type Page, test } from "@playwright/test";
+import { dropFiles, ROOT, waitIdle, watchConsole } from "./helpers";
 
 const DIR = resolve(ROOT, "../shared/fixtures/profiler");
 const FILES: { name: string; kind: string }[] = [
@@ -86,5 +90,72 @@ test.describe("opening what torch.profiler and MemoryViz write", () => {
     });
     expect(await waitIdle(page, ["error", "empty", "ready"])).not.toBe("ready");
     await expect(page.getByText(/profile_memory=True/).first()).toBeVisible();
+  });
+
+  test.describe("three ranks' profiler traces", () => {
+    // generate.py profiler --rank R: the known run's trace as rank R writes it (distributedInfo), with the
+    // generator's truth (its peak) on stdout
+    const dir = mkdtempSync(join(tmpdir(), "peakscope-trace-ranks-"));
+    const ranks = [0, 1, 2].map((rank) => {
+      const path = join(dir, `rank${rank}.pt.trace.json`);
+      const truth = JSON.parse(
+        execFileSync("python3", ["test/gen/generate.py", "profiler", "--rank", String(rank), path], {
+          cwd: ROOT,
+          encoding: "utf8",
+        }),
+      ) as { rank: number; peakAllocatedBytes: number };
+      return { rank, path, truth };
+    });
+
+    async function expectRanks(page: Page) {
+      const ov = page.getByRole("region", { name: "Rank overview" });
+      await expect(ov).toBeVisible();
+      await expect(ov.getByTestId("rank-row")).toHaveCount(ranks.length);
+      for (const r of ranks) {
+        const row = ov.locator(`[data-testid=rank-row][data-rank="${r.truth.rank}"]`);
+        await expect(row).toHaveAttribute("data-file", basename(r.path));
+        await expect(row).toHaveAttribute("data-peak", String(r.truth.peakAllocatedBytes));
+        await expect(row).toHaveAttribute("data-peak-source", "trace");
+      }
+    }
+
+    test("dropped together: the rank overview, each rank's peak the generator's", async ({ page }) => {
+      const errors = watchConsole(page);
+      await page.goto("./");
+      await dropFiles(
+        page,
+        ranks.map((r) => r.path),
+      );
+      await waitIdle(page);
+      await expectRanks(page);
+      expect(errors).toEqual([]);
+    });
+
+    test("through #src: the same overview, the URLs in the link", async ({ page }) => {
+      const server: Server = createServer((req, res) => {
+        const m = /^\/(rank\d\.pt\.trace\.json)$/.exec(req.url ?? "");
+        if (!m) {
+          res.writeHead(404, { "Access-Control-Allow-Origin": "*" }).end("not found");
+          return;
+        }
+        const body = readFileSync(join(dir, m[1]));
+        res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Content-Length": body.length }).end(body);
+      });
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+      const { port } = server.address() as AddressInfo;
+      try {
+        const srcs = ranks.map(
+          (r, i) =>
+            `${i === 0 ? "src" : `src${i + 1}`}=${encodeURIComponent(`http://127.0.0.1:${port}/${basename(r.path)}`)}`,
+        );
+        await page.goto(`./#v=1&${srcs.join("&")}`);
+        await waitIdle(page);
+        await expectRanks(page);
+        expect(await page.evaluate(() => location.hash)).toContain("rank2.pt.trace.json");
+      } finally {
+        server.closeAllConnections();
+        await new Promise((r) => server.close(r));
+      }
+    });
   });
 });

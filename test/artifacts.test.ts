@@ -14,7 +14,9 @@ import { readSnapshot } from "../src/core/formats/read";
 import { stackFrames } from "../src/core/model/builder";
 import { Action } from "../src/core/model/types";
 import { rankOverview, summaryFromReport } from "../src/core/ranks";
+import { prepareReplay } from "../src/core/replay";
 import { buildReport } from "../src/core/report";
+import { renderReportText } from "../src/core/report/text";
 import { readPath } from "./helpers/model";
 import { python, REPO } from "./helpers/python";
 
@@ -65,6 +67,46 @@ describe.skipIf(!HAVE)("artifacts: the real files", () => {
       for (const c of report.checks) expect(c.status).not.toBe("fail");
     });
   }
+
+  it("each device's reserved line follows Total Reserved: its highest and last values are Python's", async () => {
+    const paths = [F.cpu, F.cuda, F.old];
+    // Python: per file and device ("cuda:0"), the highest and the last Total Reserved of its memory events
+    const want = JSON.parse(
+      python([
+        "-c",
+        `import gzip, json, sys
+out = {}
+for f in sys.argv[1:]:
+    t = json.load(gzip.open(f) if f.endswith(".gz") else open(f))
+    ev = t["traceEvents"] if isinstance(t, dict) else t
+    by = {}
+    for e in ev:
+        a = e.get("args") or {}
+        if e.get("name") in ("[memory]", "[OutOfMemory]") and "Total Reserved" in a:
+            key = ("cuda" if a["Device Type"] == 1 else "cpu" if a["Device Type"] == 0 else str(a["Device Type"])) + ":" + str(a.get("Device Id", -1))
+            by.setdefault(key, []).append((e["ts"], a["Total Reserved"]))
+    out[f] = {k: [max(r for _, r in v), sorted(v, key=lambda x: x[0])[-1][1]] for k, v in by.items()}
+print(json.dumps(out))`,
+        ...paths,
+      ]),
+    ) as Record<string, Record<string, [number, number]>>;
+    let devicesWithReserved = 0;
+    for (const path of paths) {
+      const model = await readPath(path);
+      for (let d = 0; d < model.traces.length; d++) {
+        if (model.traces[d].length === 0) continue;
+        const dev = model.source.devices?.[d];
+        const key = `${dev?.deviceType}:${dev?.deviceId}`;
+        const r = prepareReplay(model, d, { categoryCount: 1 });
+        let highest = 0;
+        for (let i = 0; i < r.length; i++) highest = Math.max(highest, r.reserved[i]);
+        const [pyMax, pyLast] = want[path][key] ?? [0, 0]; // no Total Reserved: no line
+        expect([highest, r.reserved[r.length - 1]], `${path} ${key}`).toEqual([pyMax, pyLast]);
+        if (pyMax > 0) devicesWithReserved++;
+      }
+    }
+    expect(devicesWithReserved).toBeGreaterThan(0);
+  });
 
   it("the old trace says its peak is the window's (no Total Allocated, no Addr)", async () => {
     const report = buildReport(await readPath(F.old));
@@ -189,6 +231,31 @@ describe("artifacts: bad input", () => {
   const mem = (bytes: number | string) =>
     `{"ph":"i","name":"[memory]","pid":1,"tid":1,"ts":1,"args":{"Device Type":1,"Device Id":0,"Bytes":${bytes}}}`;
 
+  it("an [OutOfMemory] event is an OOM marker at its place, with the request; the text report says there are no totals", async () => {
+    // three allocations of 1, 2 and 4 MiB, a free of the 2 MiB one, then the failed 8 MiB request
+    const ev = (name: string, ts: number, bytes: number, addr: number, total: number) =>
+      `{"ph":"i","name":"${name}","pid":1,"tid":1,"ts":${ts},"args":{"Device Type":1,"Device Id":0,"Addr":${addr},"Bytes":${bytes},"Total Allocated":${total},"Total Reserved":${32 << 20}}}`;
+    const MiB = 1 << 20;
+    const events = [
+      ev("[memory]", 10, MiB, 0x10000, MiB),
+      ev("[memory]", 20, 2 * MiB, 0x20000, 3 * MiB),
+      ev("[memory]", 30, 4 * MiB, 0x40000, 7 * MiB),
+      ev("[memory]", 40, -2 * MiB, 0x20000, 5 * MiB),
+      ev("[OutOfMemory]", 50, 8 * MiB, 0, 5 * MiB),
+    ];
+    const model = await read(`{"schemaVersion":1,"traceEvents":[${events.join(",")}]}`, "oom.json");
+    const r = buildReport(model);
+    expect(r.timeline.markers.oom).toBe(1);
+    expect(r.timeline.oom).toHaveLength(1);
+    expect(r.timeline.oom[0].requestBytes).toBe(8 * MiB);
+    // the OOM comes after the four memory events: the peak (7 MiB, after the third) is before it
+    expect(r.timeline.oom[0].eventIndex).toBeGreaterThan(r.peak?.eventIndex ?? Number.POSITIVE_INFINITY);
+    expect(r.peak?.allocatedBytes).toBe(7 * MiB);
+    const text = renderReportText(r);
+    expect(text).toContain("totals: none");
+    expect(text).not.toMatch(/^ {2}reserved +0\.00 MiB/m);
+    expect(text).toMatch(/markers: 0 snapshot, 1 oom/);
+  });
   it("a trace without memory events says how to record one", async () => {
     await fails(
       read('{"schemaVersion":1,"traceEvents":[{"ph":"X","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":2}]}'),

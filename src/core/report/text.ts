@@ -23,61 +23,71 @@ export function renderReportText(r: ReportJson): string {
     out.push("");
   }
   const noSnapshot = kind === "profiler-trace" || kind === "memory-timeline";
-  out.push("totals (segment fields, all devices)");
-  const row = (label: string, n: number | null) =>
-    `  ${label.padEnd(11)}${n === null ? "n/a".padStart(14) : formatMiB(n).padStart(14)}${n === null ? "" : `  ${formatBytes(n)}`}`;
-  out.push(
-    row("reserved", t.reservedBytes),
-    row("active", t.activeBytes),
-    row("allocated", t.allocatedBytes),
-  );
-  out.push(row("requested", t.requestedBytes));
-  if (r.devices.length > 1) {
-    out.push("", "per device");
+  // A profiler trace or a memory-timeline export has no segments and no state at a snapshot: zeros here
+  // would read as "nothing allocated", so say there are none and let the peak below speak.
+  if (noSnapshot)
+    out.push("totals: none (no segments and no snapshot state in this file; its peak is below)");
+  else {
+    out.push("totals (segment fields, all devices)");
+    const row = (label: string, n: number | null) =>
+      `  ${label.padEnd(11)}${n === null ? "n/a".padStart(14) : formatMiB(n).padStart(14)}${n === null ? "" : `  ${formatBytes(n)}`}`;
     out.push(
-      `  ${"device".padEnd(8)}${"reserved".padStart(14)}${"active".padStart(14)}${"allocated".padStart(14)}`,
+      row("reserved", t.reservedBytes),
+      row("active", t.activeBytes),
+      row("allocated", t.allocatedBytes),
     );
-    for (const d of r.devices) {
+    out.push(row("requested", t.requestedBytes));
+    if (r.devices.length > 1) {
+      out.push("", "per device");
       out.push(
-        `  ${String(d.device).padEnd(8)}${formatMiB(d.reservedBytes).padStart(14)}${formatMiB(d.activeBytes).padStart(14)}${formatMiB(d.allocatedBytes).padStart(14)}`,
+        `  ${"device".padEnd(8)}${"reserved".padStart(14)}${"active".padStart(14)}${"allocated".padStart(14)}`,
       );
+      for (const d of r.devices) {
+        out.push(
+          `  ${String(d.device).padEnd(8)}${formatMiB(d.reservedBytes).padStart(14)}${formatMiB(d.activeBytes).padStart(14)}${formatMiB(d.allocatedBytes).padStart(14)}`,
+        );
+      }
     }
   }
 
   out.push(...hostTextLines(r), ...annotatedTextLines(r));
 
-  out.push("", "categories (active_allocated blocks; they add up to allocated)");
-  for (const name of CATEGORY_NAMES) {
-    const n = r.categories[name];
-    const inferred = r.inferredBytes[name] ?? 0;
-    out.push(
-      `  ${name.padEnd(16)}${formatMiB(n).padStart(14)}  ${pct(n, t.allocatedBytes).padStart(6)}  ${formatBytes(n)}` +
-        (inferred > 0 ? `  (${formatMiB(inferred)} inferred: no stack, named from sizes and lifetimes)` : ""),
-    );
-    if (name === "unknown" && n > 0) {
-      for (const [why, bytes] of Object.entries(r.unknownBytesByReason))
-        if (bytes > 0)
-          out.push(`    ${why.padEnd(22)}${formatMiB(bytes).padStart(10)}  ${formatBytes(bytes)}`);
+  if (!noSnapshot) {
+    out.push("", "categories (active_allocated blocks; they add up to allocated)");
+    for (const name of CATEGORY_NAMES) {
+      const n = r.categories[name];
+      const inferred = r.inferredBytes[name] ?? 0;
+      out.push(
+        `  ${name.padEnd(16)}${formatMiB(n).padStart(14)}  ${pct(n, t.allocatedBytes).padStart(6)}  ${formatBytes(n)}` +
+          (inferred > 0
+            ? `  (${formatMiB(inferred)} inferred: no stack, named from sizes and lifetimes)`
+            : ""),
+      );
+      if (name === "unknown" && n > 0) {
+        for (const [why, bytes] of Object.entries(r.unknownBytesByReason))
+          if (bytes > 0)
+            out.push(`    ${why.padEnd(22)}${formatMiB(bytes).padStart(10)}  ${formatBytes(bytes)}`);
+      }
     }
-  }
-  if (r.reconciliationBytes !== 0) {
+    if (r.reconciliationBytes !== 0) {
+      out.push(
+        `  ${"reconciliation".padEnd(16)}${formatMiB(r.reconciliationBytes).padStart(14)}          ${formatBytes(r.reconciliationBytes)}`,
+      );
+    }
     out.push(
-      `  ${"reconciliation".padEnd(16)}${formatMiB(r.reconciliationBytes).padStart(14)}          ${formatBytes(r.reconciliationBytes)}`,
+      `  ${"= allocated".padEnd(16)}${formatMiB(t.allocatedBytes).padStart(14)}          ${formatBytes(t.allocatedBytes)}`,
     );
-  }
-  out.push(
-    `  ${"= allocated".padEnd(16)}${formatMiB(t.allocatedBytes).padStart(14)}          ${formatBytes(t.allocatedBytes)}`,
-  );
-  if (r.pendingFreeBytes > 0) out.push(`  (pending free, not allocated: ${formatMiB(r.pendingFreeBytes)})`);
-  if (r.workspaceBytes > 0) {
-    out.push(
-      `  (torch_npu workspace ${formatMiB(r.workspaceBytes)}: not in memory_allocated(); its timing is not recorded, so it is kept out of the peak)`,
-    );
-  }
-  if ((r.unknownBytesByReason["before-recording"] ?? 0) > 0 || Object.keys(r.inferredBytes).length > 0) {
-    out.push(
-      "  fix: call torch.cuda.memory._record_memory_history() before building the model, so its memory has stacks",
-    );
+    if (r.pendingFreeBytes > 0) out.push(`  (pending free, not allocated: ${formatMiB(r.pendingFreeBytes)})`);
+    if (r.workspaceBytes > 0) {
+      out.push(
+        `  (torch_npu workspace ${formatMiB(r.workspaceBytes)}: not in memory_allocated(); its timing is not recorded, so it is kept out of the peak)`,
+      );
+    }
+    if ((r.unknownBytesByReason["before-recording"] ?? 0) > 0 || Object.keys(r.inferredBytes).length > 0) {
+      out.push(
+        "  fix: call torch.cuda.memory._record_memory_history() before building the model, so its memory has stacks",
+      );
+    }
   }
 
   if (r.peak) {

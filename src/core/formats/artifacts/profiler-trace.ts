@@ -76,6 +76,7 @@ const M_DEVICE = 2;
 const M_BYTES = 3;
 const M_ADDR = 4;
 const M_TOTAL_ALLOC = 5;
+const M_TOTAL_RESERVED = 6;
 const M_OOM = 7;
 // span columns
 const S_THREAD = 0;
@@ -651,6 +652,12 @@ function buildModel(c: Collected): SnapshotModel {
 
 /** A synthetic address space for allocations the file gives no address. */
 const SYNTHETIC_ADDRESS = 2 ** 50;
+/**
+ * Where the reserved line's stand-in segments go: `Total Reserved` has no addresses, so the device's
+ * reserved bytes are one pile of synthetic segments there (grown by segment_alloc on top, shrunk by
+ * segment_free from the top), far from every allocation's address so that no block is fitted to them.
+ */
+const RESERVED_BASE = 2 ** 51;
 
 function emitDevice(
   b: ModelBuilder,
@@ -731,6 +738,36 @@ function emitDevice(
   }
   const cats = decideSpanCategories(events, freeOf, isFree, facts, ts);
   const t0 = n > 0 ? ts[events[0]] : 0;
+  // The reserved line, from Total Reserved (the value after each event): the pile is raised to the first
+  // value before the first event, then follows each change.
+  const trCol = mem.cols[M_TOTAL_RESERVED];
+  let pile = 0;
+  const reserveTo = (target: number, timeUs: number) => {
+    if (!(target >= 0) || target === pile) return;
+    if (target > pile) {
+      b.addTraceEntry(device, {
+        action: "segment_alloc",
+        addr: RESERVED_BASE + pile,
+        sizeBytes: target - pile,
+        timeUs,
+      });
+    } else {
+      b.addTraceEntry(device, {
+        action: "segment_free",
+        addr: RESERVED_BASE + target,
+        sizeBytes: pile - target,
+        timeUs,
+      });
+    }
+    pile = target;
+  };
+  for (let p = 0; p < n; p++) {
+    const tr = trCol[events[p]];
+    if (Number.isFinite(tr)) {
+      reserveTo(tr, t0);
+      break;
+    }
+  }
   if (baseline > 0) {
     b.addTraceEntry(device, {
       action: "alloc",
@@ -747,6 +784,7 @@ function emitDevice(
     const i = events[p];
     const bytes = bytesCol[i];
     const common = { timeUs: ts[i], stack: stackOf[i] };
+    reserveTo(trCol[i], ts[i]);
     if (oomCol[i]) {
       b.addTraceEntry(device, { action: "oom", sizeBytes: Math.abs(bytes), ...common });
       continue;
