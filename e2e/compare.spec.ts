@@ -32,7 +32,7 @@ function pyTotals(path: string): PyTotals {
 /** The difference's totals and its verdict's delta, against Python's reading of both files. */
 async function expectDiffEqualsPython(page: Page, a: PyTotals, b: PyTotals) {
   const diff = page.getByTestId("diff");
-  expect(Number(await diff.getByTestId("verdict").getAttribute("data-delta"))).toBe(
+  expect(Number(await page.getByTestId("verdict").getAttribute("data-delta"))).toBe(
     b.liveBlockBytes - a.liveBlockBytes,
   );
   for (const key of ["allocated", "reserved", "active"] as const) {
@@ -323,7 +323,7 @@ async function expectDiffEqualsTruth(page: Page, fileA: string, fileB: string) {
   const diff = page.getByTestId("diff");
   const catA = ta.snapshot.categories as Record<string, number>;
   const catB = tb.snapshot.categories as Record<string, number>;
-  expect(Number(await diff.getByTestId("verdict").getAttribute("data-delta"))).toBe(
+  expect(Number(await page.getByTestId("verdict").getAttribute("data-delta"))).toBe(
     tb.snapshot.allocatedBytes - ta.snapshot.allocatedBytes,
   );
   const rows = diff.getByTestId("diff-categories").locator("tr[data-category]");
