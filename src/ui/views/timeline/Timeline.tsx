@@ -30,8 +30,11 @@ import {
 import { HealthOverlay, HealthOverlayToggles } from "../health/HealthOverlay";
 import { StepBands } from "../series/StepBands";
 import { WhatIfOverlay } from "../whatif/WhatIfOverlay";
+import { CapacityLegend, CapacityLine } from "./CapacityLine";
 import { CategoryLegend } from "./CategoryLegend";
+import { HoverBlock, HoverPhase } from "./HoverBlock";
 import { Overview } from "./Overview";
+import { PhaseBands, PhaseLegend, usePhaseRuns } from "./PhaseBands";
 import { makePlot, type Plot, pxToX, xTicks, xToPx, yTicks, yToPx } from "./scales";
 
 /** The canvas height by default (the workspace strip passes a shorter one). */
@@ -468,6 +471,8 @@ export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) 
           }}
         />
         <StepBands height={HEIGHT} />
+        <PhaseBands height={HEIGHT} />
+        <CapacityLine height={HEIGHT} />
         <HealthOverlay height={HEIGHT} />
         <WhatIfOverlay height={HEIGHT} />
         <TreeSearchLayer height={HEIGHT} />
@@ -503,6 +508,8 @@ export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) 
         <HealthOverlayToggles compact />
         <TreeSearchLegend />
         <CompileContextLegend />
+        <PhaseLegend />
+        <CapacityLegend />
         <span>
           <span className="swatch" style={{ background: "var(--danger)" }} />
           peak (dashed) / OOM (solid)
@@ -906,6 +913,7 @@ function HoverTip({
   detail: AllocationDetail | null;
 }) {
   const b = hover.bucket;
+  const phases = usePhaseRuns();
   const C = answer.categories;
   const first = answer.firstEvent[b];
   const last = answer.lastEvent[b];
@@ -945,6 +953,7 @@ function HoverTip({
             : `after event #${formatCount(last)}`}
         </span>
       </div>
+      <HoverPhase runs={phases} event={last >= 0 ? last : first} />
       {near.length > 0 && (
         <div className="small" data-testid="tooltip-markers">
           {near.slice(0, 4).map((m) => (
@@ -958,6 +967,9 @@ function HoverTip({
       {detail ? (
         <AllocationSummary detail={detail} />
       ) : (
+        <HoverBlock plot={plot} answer={answer} bucket={b} py={hover.py} axis={axis} />
+      )}
+      {detail ? null : (
         <table>
           <tbody>
             <tr data-row="allocated" data-value={answer.allocMax[b]}>
