@@ -58,8 +58,18 @@ export interface TimelineLayersApi {
   phaseRuns(device: number): Promise<PhaseRunsAnswer>;
   /** The allocation whose part of the stacked column is under the pointer. */
   blockAt(q: BlockAtQuery): Promise<BlockAtAnswer | null>;
-  /** The replayed allocation that is this snapshot block (segment map ref at the snapshot); -1: none. */
-  allocationOfBlock(device: number, block: number): Promise<number>;
+  /**
+   * A segment map block's replayed allocation (`ref` is a block index at the snapshot, an allocation id at
+   * an event, as the map's refs are), with its innermost own-code line: the sidebar's block details.
+   */
+  blockAllocation(device: number, ref: number, event: number | null): Promise<BlockAllocation>;
+}
+
+export interface BlockAllocation {
+  /** -1: the block has no replayed allocation (no trace on this device). */
+  alloc: number;
+  detail: AllocationDetail | null;
+  ownLine: string | null;
 }
 
 const MAX_RUNS = 50000;
@@ -153,13 +163,12 @@ export function blockAt(engine: Engine, q: BlockAtQuery): BlockAtAnswer | null {
     at += A.sizeBytes[k];
   }
   const detail = hit >= 0 ? engine.allocation(q.device, hit) : null;
-  const site = hit >= 0 ? engine.attribution?.sites[A.site[hit]] : undefined;
   return {
     event,
     category: names[cat] ?? "unknown",
     categoryBytes: byCat[cat],
     detail,
-    ownLine: site && site.via === "own-code" ? site.label : null,
+    ownLine: hit >= 0 ? ownLineOf(engine, q.device, hit) : null,
   };
 }
 
@@ -171,10 +180,28 @@ export function allocationOfBlock(engine: Engine, device: number, block: number)
   return -1;
 }
 
+/** The innermost own-code line of an allocation's stack (its attribution call site, when that is own code). */
+function ownLineOf(engine: Engine, device: number, k: number): string | null {
+  const A = engine.device(device).replay.allocations;
+  const site = engine.attribution?.sites[A.site[k]];
+  return site && site.via === "own-code" ? site.label : null;
+}
+
+export function blockAllocation(
+  engine: Engine,
+  device: number,
+  ref: number,
+  event: number | null,
+): BlockAllocation {
+  const k = event === null ? allocationOfBlock(engine, device, ref) : ref;
+  if (k < 0) return { alloc: -1, detail: null, ownLine: null };
+  return { alloc: k, detail: engine.allocation(device, k), ownLine: ownLineOf(engine, device, k) };
+}
+
 export function timelineLayersApi(engine: Engine): TimelineLayersApi {
   return {
     phaseRuns: async (device) => phaseRuns(engine, device),
     blockAt: async (q) => blockAt(engine, q),
-    allocationOfBlock: async (device, block) => allocationOfBlock(engine, device, block),
+    blockAllocation: async (device, ref, event) => blockAllocation(engine, device, ref, event),
   };
 }

@@ -53,7 +53,7 @@ export function HoverBlock({
   const S = useSide();
   const ask = S((s) => s.ask);
   const device = S((s) => s.device);
-  const [hit, setHit] = useState<BlockAtAnswer | null>(null);
+  const [hit, setHit] = useState<(BlockAtAnswer & { py: number }) | null>(null);
   const x0 = pxToX(plot, plot.left + bucket);
   const x1 = pxToX(plot, plot.left + bucket + 1);
   const yBytes = ((plot.top + plot.plotHeight - py) / plot.plotHeight) * plot.yMax;
@@ -69,7 +69,7 @@ export function HoverBlock({
       ask((api) => api.blockAt({ device, axis, x0, x1, yBytes })).then(
         (a) => {
           if (stale) return;
-          setHit(a);
+          setHit(a && { ...a, py });
           if (a && onEvent) onEvent(a.event);
         },
         () => {},
@@ -79,7 +79,7 @@ export function HoverBlock({
       stale = true;
       clearTimeout(t);
     };
-  }, [ask, device, axis, x0, x1, yBytes, inside, onEvent]);
+  }, [ask, device, axis, x0, x1, yBytes, py, inside, onEvent]);
 
   if (!inside) return null;
   const d = hit?.detail ?? null;
@@ -92,6 +92,8 @@ export function HoverBlock({
       data-size={d?.sizeBytes ?? ""}
       data-category={hit?.category ?? ""}
       data-event={hit?.event ?? ""}
+      // The pointer's height the answer is for (tests wait for it: the worker answers after a rest).
+      data-py={hit ? Math.round(hit.py) : ""}
     >
       {!hit ? (
         <span className="muted small">…</span>
