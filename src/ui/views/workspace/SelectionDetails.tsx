@@ -153,6 +153,13 @@ function BlockDetails({ item }: { item: Extract<Selected, { kind: "block" }> }) 
   );
 }
 
+/** "the peak", "the snapshot", "event #12", "events 3..90" from a `body[data-moment]` value. */
+function momentWordsOf(attr: string): string {
+  if (attr === "peak" || attr === "snapshot") return `the ${attr}`;
+  const [kind, v] = attr.split(":");
+  return kind === "event" ? `event #${v}` : `events ${v}`;
+}
+
 function FrameDetails({ item }: { item: Extract<Selected, { kind: "frame" }> }) {
   const S = useSide();
   const colors = S((s) => s.colors);
@@ -184,8 +191,8 @@ function FrameDetails({ item }: { item: Extract<Selected, { kind: "frame" }> }) 
       <p className="small">
         {now ? (
           <>
-            <Bytes value={now.bytes} testId="selection-frame-bytes" /> live at {item.moment.replace(":", " ")}{" "}
-            ({formatPercent(total > 0 ? now.bytes / total : 0)}; self <Bytes value={now.selfBytes} />,{" "}
+            <Bytes value={now.bytes} testId="selection-frame-bytes" /> live at {momentWordsOf(item.moment)} (
+            {formatPercent(total > 0 ? now.bytes / total : 0)}; self <Bytes value={now.selfBytes} />,{" "}
             {formatCount(now.blocks)} blocks)
           </>
         ) : (
