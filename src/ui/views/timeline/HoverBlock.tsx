@@ -115,7 +115,7 @@ export function HoverBlock({
               </>
             ) : (
               <span className="muted">
-                no frame of your own code{d.site ? <> (call site {d.site})</> : ""}
+                no frame of your own code{d.site ? <> · call site: {d.site}</> : ""}
               </span>
             )}
           </div>
