@@ -73,6 +73,18 @@ async function pointAt(page: Page, ev: number, fromBottom: number): Promise<{ x:
   return { x: box.x + px, y: box.y + top + height - fromBottom };
 }
 
+/** axe-core's serious and critical violations on the page as it is now. */
+async function axeSerious(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: resolve(ROOT, "node_modules/axe-core/axe.min.js") });
+  return page.evaluate(async () => {
+    const axe = (window as any).axe;
+    const r = await axe.run(document, { resultTypes: ["violations"] });
+    return r.violations
+      .filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical")
+      .map((v: { id: string; nodes: { target: string[] }[] }) => `${v.id}: ${v.nodes[0]?.target.join(" ")}`);
+  });
+}
+
 test.describe("timeline layers and selection", () => {
   test("phase bands equal Python's phases; the tooltip names the phase and the allocation under the pointer", async ({
     page,
@@ -312,6 +324,38 @@ test.describe("timeline layers and selection", () => {
       await page.screenshot({ path: join(SHOTS, `profiler-summary-${scheme}.png`) });
     }
     expect(errors).toEqual([]);
+  });
+
+  test("axe-core: no serious or critical violations with the layers, the tooltip and the selection shown", async ({
+    browser,
+  }) => {
+    // The built page's CSP (Trusted Types) refuses injected scripts: axe runs in a context without it.
+    const context = await browser.newContext({ bypassCSP: true, baseURL: test.info().project.use.baseURL });
+    const page = await context.newPage();
+    await open(page, known);
+    await showTab(page, "What if");
+    await page.getByTestId("whatif-capacity-input").fill("100MiB");
+    await page.getByRole("button", { name: "Check fit" }).click();
+    await waitIdle(page);
+    await expect(page.getByTestId("capacity-line")).toBeVisible();
+    const at = await pointAt(page, truth.peak.eventIndex, 2);
+    await page.mouse.move(at.x, at.y);
+    await expect(page.getByTestId("tooltip-block")).not.toHaveAttribute("data-addr", "");
+    expect(await axeSerious(page), "timeline with layers and tooltip").toEqual([]);
+    await page.mouse.move(1, 1);
+    await page.getByTestId("moment-snapshot").click();
+    await showTab(page, "Segments");
+    await page.getByTestId("segment-map-canvas").click({ position: { x: 4, y: 12 } });
+    await expect(page.getByTestId("selection-block")).toBeVisible();
+    expect(await axeSerious(page), "block selected").toEqual([]);
+    await showTab(page, "Call tree");
+    await page.locator('[role="treeitem"]', { hasText: "train.py:61" }).first().click();
+    await expect(page.getByTestId("selection-frame")).toBeVisible();
+    expect(await axeSerious(page), "node selected").toEqual([]);
+    await open(page, PROFILER);
+    await expect(page.getByTestId("summary-kind-words")).toBeVisible();
+    expect(await axeSerious(page), "profiler summary").toEqual([]);
+    await context.close();
   });
 
   test("dark theme: bands, capacity and tooltip", async ({ page }) => {
