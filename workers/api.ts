@@ -12,6 +12,7 @@ import type { LeaksAnswer } from "./leaks";
 import type { RankFileResult } from "./ranks";
 import type { ReportHtmlAnswer } from "./save-report";
 import type { SeriesFileResult } from "./series";
+import type { TimelineLayersApi } from "./timeline-layers";
 import type {
   CompileRegionsAnswer,
   TreeAnswer,
@@ -35,6 +36,7 @@ import type {
 } from "./whatif";
 
 export type { ReportHtmlAnswer } from "./save-report";
+export type * from "./timeline-layers";
 export type * from "./tree";
 export type * from "./whatif";
 
@@ -417,7 +419,7 @@ export interface FullStackQuery {
   event: IndexIntoTrace | null;
 }
 
-export interface PeakscopeApi {
+export interface PeakscopeApi extends TimelineLayersApi {
   /** Reads a snapshot in slices inside the worker; replaces the open one. Progress via comlink.proxy. */
   open(file: Blob, name: string, onProgress?: (p: ProgressInfo) => void): Promise<OpenResult>;
   /**

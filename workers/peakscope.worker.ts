@@ -15,6 +15,7 @@ import { stopReader } from "./parallel-reader";
 import { rankTransferables, summarizeRankFile } from "./ranks";
 import { reportHtml } from "./save-report";
 import { summarizeSeriesFile } from "./series";
+import { timelineLayersApi } from "./timeline-layers";
 import { treeApi, treeDiffApi } from "./tree-api";
 import { cancelWarmUp, warmUp } from "./warm-up";
 import { whatIfCurve, whatIfOne, whatIfSpecs, whatIfSuggest } from "./whatif";
@@ -99,6 +100,7 @@ function sideApi(engine: Engine): PeakscopeApi {
     whatIfSpecs: async (q) => whatIfSpecs(engine, q),
     reportHtml: async () => reportHtml(engine),
     ...treeApi(engine),
+    ...timelineLayersApi(engine),
   };
 }
 

@@ -27,7 +27,9 @@ export function StackList({
   const frames = full ?? stack.frames;
   return (
     <div data-testid={testId}>
-      <ol className="stack">
+      {/* Focusable: a long stack scrolls inside its box, and the keyboard must reach that scroll (axe). */}
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable list, its keys are the scroll keys */}
+      <ol className="stack" tabIndex={0} aria-label="Stack frames">
         {frames.map((f, i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: frames repeat; position is the identity
           <li key={i} className={!full && i === stack.siteFrame ? "site-frame" : undefined}>

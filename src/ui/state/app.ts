@@ -15,6 +15,7 @@ import { checkUrl, nameOfUrl } from "./download";
 import { canHash, contentHash } from "./hash";
 import { nextPaint, tracked } from "./idle";
 import type { LinkState } from "./link";
+import { applyMoment, parseMoment } from "./momentLink";
 import { clampView, fullView, onUserView, type Source, sides, type TimelineView } from "./store";
 
 export type Mode = "single" | "compare";
@@ -600,6 +601,14 @@ export async function restoreView(link: LinkState): Promise<void> {
       }
     } else {
       if (l.pin !== undefined) ignored.push(`pin${suffix} (no trace on this device)`);
+    }
+    // The moment (after pin: it says what pin cannot, a range or the snapshot).
+    const moment = l.moment !== undefined ? parseMoment(l.moment) : null;
+    if (moment) {
+      const why = await applyMoment(s, moment, r, `moment${suffix}`);
+      if (why) ignored.push(why);
+    }
+    if (!r) {
       if (l.t0 !== undefined || l.t1 !== undefined)
         ignored.push(`t0${suffix}/t1${suffix} (no trace on this device)`);
     }

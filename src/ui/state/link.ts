@@ -13,6 +13,8 @@
 // | axis            | `time` or `event`                                                                    |
 // | t0, t1          | the visible range, from the trace's start: µs on the time axis, events on the other  |
 // | pin             | the event the segment map shows (absent: the snapshot)                               |
+// | moment          | the current moment: `snapshot`, `event:N`, `range:A..B` or `peak` (momentLink.ts);   |
+// |                 | absent: the moment the file opens at (the peak unless the snapshot is within 2 %)    |
 // | cat             | the highlighted category                                                             |
 // | site            | the highlighted call site (`path:line:function` as in the file)                      |
 // | color           | the segment map's colouring: `category` or `state`                                   |
@@ -25,6 +27,7 @@
 // | align           | comparison: `start` or `snapshot` (the first `_snapshot()` marker of each file)       |
 // | tq, tdir, tby, town, thide, tg, trange | the call tree's search, filters, groups and range (treeLink.ts) |
 
+import { parseMoment } from "./momentLink";
 import { isTreeKey, parseTreeParam, type TreeLink, writeTreeParams } from "./treeLink";
 
 export const LINK_VERSION = 1;
@@ -48,6 +51,8 @@ export interface SideLink {
   whatifid?: string;
   /** GPUs available for the what-if ranking (absent: 1). */
   devices?: number;
+  /** The current moment as `body[data-moment]` says it (momentLink.ts); absent: the file's default. */
+  moment?: string;
 }
 
 export interface LinkState {
@@ -76,6 +81,7 @@ const SIDE_KEYS = [
   "whatif",
   "whatifid",
   "devices",
+  "moment",
 ] as const;
 type SideKey = (typeof SIDE_KEYS)[number];
 
@@ -116,6 +122,8 @@ function parseValue(key: SideKey, raw: string): { value: unknown } | { error: st
       return /^[\w:./-]{1,200}$/.test(raw) ? { value: raw } : { error: "not a suggestion id" };
     case "devices":
       return /^[1-9]\d{0,5}$/.test(raw) ? { value: Number(raw) } : { error: "not a whole number ≥ 1" };
+    case "moment":
+      return parseMoment(raw) ? { value: raw } : { error: "expected snapshot, peak, event:N or range:A..B" };
     case "whatif":
       return /^--(remove|scale|free-early|recompute)\s+\S/.test(raw.trim())
         ? { value: raw.trim() }

@@ -12,6 +12,7 @@ import { applyTreeLink, treeLinkState, useCallTree } from "../views/call-tree/st
 import { devicesOf, linkIdOf, linkValueOf, useWhatIf } from "../views/whatif/store";
 import { manyFiles, restoreView, useApp } from "./app";
 import { type LinkState, parseLink, type SideLink, writeLink } from "./link";
+import { momentLinkValue } from "./momentLink";
 import { manySources } from "./ranksLink";
 import { type State, sides } from "./store";
 
@@ -51,6 +52,7 @@ function sideLink(s: State, opts: { range: boolean; site: boolean }): SideLink {
   }
   const gpus = devicesOf(s.side);
   if (gpus !== 1) l.devices = gpus;
+  l.moment = momentLinkValue(s);
   return l;
 }
 

@@ -12,7 +12,9 @@ import type { TreeAnswer, TreeExportFormat, TreeNodeOut, TreeQuery } from "../..
 import { Bytes } from "../../components/Bytes";
 import { themeColors } from "../../components/Canvas";
 import { formatBytes, formatCount, formatPercent } from "../../format";
+import { momentAttr, momentOf } from "../../state/moment";
 import { useSide } from "../../state/store";
+import { useSelection } from "../workspace/selection";
 import "./call-tree.css";
 import type { TreeRangeLink } from "../../state/treeLink";
 import { fileStem, saveBlob, saveText } from "./download";
@@ -126,6 +128,32 @@ export function CallTreeView({ show = "both" }: { show?: "both" | "outline" | "f
     }
     return { node, path: kept, matched: kept.some((k) => index.byKey.get(k)?.node.match) };
   }, [answer, index, zoomPath]);
+
+  // The pinned node is the workspace's selection too: its details and actions in the sidebar.
+  const side = S((s) => s.side);
+  const generation = S((s) => s.generation);
+  const momentNow = S((s) => momentAttr(momentOf(s)));
+  const published = useRef(false);
+  useEffect(() => {
+    const sel = useSelection.getState();
+    if (!pinned) {
+      // Unpinned here: the sidebar lets it go (a remount starts unpinned and keeps the sidebar's).
+      if (published.current && sel.item[side]?.kind === "frame") sel.select(side, null);
+      published.current = false;
+      return;
+    }
+    const now = index?.byKey.get(pinned.key)?.node ?? null;
+    published.current = true;
+    sel.select(side, {
+      kind: "frame",
+      generation,
+      device,
+      pinned,
+      now: pinned.layout === (answer ? layoutOf(answer, answer) : "") ? now : null,
+      total: answer?.totalBytes ?? 0,
+      moment: momentNow,
+    });
+  }, [pinned, index, answer, side, generation, device, momentNow]);
 
   if (!panel) return null;
 

@@ -110,7 +110,7 @@ const WHAT_IF_ACTIONS = [
 ] as const;
 
 /** "What if this were gone / halved / freed early / recomputed": the allocations under this frame. */
-function WhatIfActions({ frame }: { frame: NonNullable<TreeNodeOut["frame"]> }) {
+export function WhatIfActions({ frame }: { frame: NonNullable<TreeNodeOut["frame"]> }) {
   const text = `${frame.filename}:${frame.line}:${frame.name}`;
   return (
     <div className="toolbar small" data-testid="tree-pinned-whatif">

@@ -16,6 +16,7 @@ import { STATE_COLORS } from "../../palette";
 import { useApp } from "../../state/app";
 import { useSide, useSideKey } from "../../state/store";
 import { MapSearchLayer, MapSearchLegend } from "../call-tree/MapSearchLayer";
+import { useSelection } from "../workspace/selection";
 
 const ROW_H = 22;
 const ROW_GAP = 8;
@@ -274,7 +275,13 @@ function SegmentMapView() {
               const ref = answer.blockRef[h.block];
               if (ref < 0) return;
               void ask((api) => api.block({ device, event }, ref)).then((d) => {
-                if (d) setSelected({ ref, event, detail: d });
+                if (!d) return;
+                setSelected({ ref, event, detail: d });
+                // The workspace's sidebar shows it too, with its events and actions.
+                const generation = S.getState().generation;
+                useSelection
+                  .getState()
+                  .select(side, { kind: "block", generation, device, ref, event, detail: d });
               });
             }}
           />

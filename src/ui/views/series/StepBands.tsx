@@ -6,6 +6,7 @@ import { useCallback, useState } from "react";
 import { Canvas, type DrawFn, themeColors } from "../../components/Canvas";
 import { formatBytes } from "../../format";
 import { useSide } from "../../state/store";
+import { PHASE_LANE_PX } from "../timeline/PhaseBands";
 import { makePlot, xToPx } from "../timeline/scales";
 import { useTraceLeaks } from "./useTraceLeaks";
 
@@ -46,9 +47,10 @@ export function StepBands({ height }: { height: number }) {
         ctx.globalAlpha = 0.9;
         const kept = s.retainedBytes == null ? "" : ` · kept ${formatBytes(s.retainedBytes)}`;
         const label = `step ${s.step}${kept}`;
-        if (ctx.measureText(label).width < b - a - 4) ctx.fillText(label, a + 3, p.top + 2);
-        else if (ctx.measureText(String(s.step)).width < b - a - 2)
-          ctx.fillText(String(s.step), a + 2, p.top + 2);
+        // Below the phase lane (timeline/PhaseBands.tsx), which holds the plot's top edge.
+        const y = p.top + PHASE_LANE_PX + 3;
+        if (ctx.measureText(label).width < b - a - 4) ctx.fillText(label, a + 3, y);
+        else if (ctx.measureText(String(s.step)).width < b - a - 2) ctx.fillText(String(s.step), a + 2, y);
       });
       ctx.restore();
     },

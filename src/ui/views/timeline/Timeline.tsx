@@ -30,9 +30,12 @@ import {
 import { HealthOverlay, HealthOverlayToggles } from "../health/HealthOverlay";
 import { StepBands } from "../series/StepBands";
 import { WhatIfOverlay } from "../whatif/WhatIfOverlay";
+import { CapacityLegend, CapacityLine } from "./CapacityLine";
 import { CategoryLegend } from "./CategoryLegend";
+import { HoverBlock, HoverPhase } from "./HoverBlock";
 import { Overview } from "./Overview";
-import { makePlot, type Plot, pxToX, xTicks, xToPx, yTicks, yToPx } from "./scales";
+import { PHASE_LANE_PX, PhaseBands, PhaseLegend, usePhaseRuns } from "./PhaseBands";
+import { MARGIN, makePlot, type Plot, pxToX, xTicks, xToPx, yTicks, yToPx } from "./scales";
 
 /** The canvas height by default (the workspace strip passes a shorter one). */
 const DEFAULT_HEIGHT = 330;
@@ -98,6 +101,9 @@ export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) 
   const drag = useRef<{ startPx: number; view: TimelineView; moved: boolean } | null>(null);
 
   const categories = panel?.categories ?? [];
+  // The phase lane holds the plot's top edge: the headroom above the highest value makes room for it.
+  const hasPhases = (usePhaseRuns()?.runs.length ?? 0) > 0;
+  const headroom = hasPhases ? (PHASE_LANE_PX + 4) / Math.max(1, HEIGHT - MARGIN.top - MARGIN.bottom) : 0;
   // The y scale: this range's top; in a linked comparison the larger of both files' (same scale).
   const ownTop = useMemo(() => {
     if (!answer) return 0;
@@ -108,8 +114,8 @@ export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) 
       const r = answer.reservedMax[b];
       if (showReserved && r > yMax) yMax = r;
     }
-    return niceTop(yMax);
-  }, [answer, showReserved]);
+    return niceTop(yMax, headroom);
+  }, [answer, showReserved, headroom]);
   const setScale = useApp((a) => a.setScale);
   useEffect(() => setScale(side, "yTop", ownTop), [setScale, side, ownTop]);
   const otherTop = useApp((a) => a.scales.yTop[1 - side]);
@@ -468,6 +474,8 @@ export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) 
           }}
         />
         <StepBands height={HEIGHT} />
+        <PhaseBands height={HEIGHT} />
+        <CapacityLine height={HEIGHT} />
         <HealthOverlay height={HEIGHT} />
         <WhatIfOverlay height={HEIGHT} />
         <TreeSearchLayer height={HEIGHT} />
@@ -503,6 +511,8 @@ export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) 
         <HealthOverlayToggles compact />
         <TreeSearchLegend />
         <CompileContextLegend />
+        <PhaseLegend />
+        <CapacityLegend />
         <span>
           <span className="swatch" style={{ background: "var(--danger)" }} />
           peak (dashed) / OOM (solid)
@@ -574,9 +584,10 @@ function eventX(r: ReplayFacts, event: number): number {
   return r.t0 + ((r.t1 - r.t0) * event) / Math.max(1, r.events - 1);
 }
 
-function niceTop(v: number): number {
+/** The y scale's top: 8 % above the highest value, or more when `headroom` (a fraction of the plot) asks. */
+function niceTop(v: number, headroom = 0): number {
   if (!(v > 0)) return 1;
-  return v * 1.08;
+  return v * Math.max(1.08, 1 / (1 - Math.min(0.5, headroom)));
 }
 
 function hitBand(b: BandsAnswer, x: number, y: number): number {
@@ -906,6 +917,7 @@ function HoverTip({
   detail: AllocationDetail | null;
 }) {
   const b = hover.bucket;
+  const phases = usePhaseRuns();
   const C = answer.categories;
   const first = answer.firstEvent[b];
   const last = answer.lastEvent[b];
@@ -945,6 +957,7 @@ function HoverTip({
             : `after event #${formatCount(last)}`}
         </span>
       </div>
+      <HoverPhase runs={phases} event={last >= 0 ? last : first} />
       {near.length > 0 && (
         <div className="small" data-testid="tooltip-markers">
           {near.slice(0, 4).map((m) => (
@@ -958,6 +971,9 @@ function HoverTip({
       {detail ? (
         <AllocationSummary detail={detail} />
       ) : (
+        <HoverBlock plot={plot} answer={answer} bucket={b} py={hover.py} axis={axis} />
+      )}
+      {detail ? null : (
         <table>
           <tbody>
             <tr data-row="allocated" data-value={answer.allocMax[b]}>

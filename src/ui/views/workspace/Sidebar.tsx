@@ -1,7 +1,7 @@
 // The workspace's right sidebar: the selection's details and actions. A category (clicked here, in the
 // Summary or a legend) shows its bytes at the current moment and what-if actions; a call site its key;
-// below, every category at the moment, each a button that selects it. Blocks and call-tree frames keep
-// their details beside the map and the tree (their views own them).
+// below, every category at the moment, each a button that selects it. A block clicked in Segments or a
+// node in the Call tree / Flame shows its details here too (SelectionDetails.tsx), above the rest.
 
 import { Bytes } from "../../components/Bytes";
 import { ShortcutHint } from "../../components/ShortcutsDialog";
@@ -9,6 +9,7 @@ import { formatPercent } from "../../format";
 import { momentName } from "../../state/moment";
 import { useSide } from "../../state/store";
 import { WhatIfSelectionBar } from "../whatif/WhatIfPanel";
+import { SelectionDetails, useSelectedItem } from "./SelectionDetails";
 import { useMoment, useMomentFacts } from "./useMomentFacts";
 
 export function Sidebar() {
@@ -21,10 +22,12 @@ export function Sidebar() {
   const facts = useMomentFacts();
   const total = facts?.totalBytes ?? 0;
   const selected = category ? facts?.byCategory.find((c) => c.name === category) : null;
+  const item = useSelectedItem();
   return (
     <div className="ws-side-inner">
       <section className="card" aria-label="Selection" data-testid="selection">
         <h2>Selection</h2>
+        {item && <SelectionDetails item={item} />}
         {category ? (
           <div data-testid="selection-category" data-category={category}>
             <p>
@@ -48,7 +51,7 @@ export function Sidebar() {
               Clear selection
             </button>
           </div>
-        ) : (
+        ) : item ? null : (
           <p className="small muted">
             Nothing selected. Click a category below, a call site in the Summary, a block in Segments or a
             node in the Call tree.

@@ -8,6 +8,7 @@ import type { HealthAnswer } from "../../../../workers/health";
 import type { WhatIfAnswer } from "../../../../workers/whatif";
 import { Bytes } from "../../components/Bytes";
 import { ErrorBoundary } from "../../components/ErrorBoundary";
+import { KindWords } from "../../components/KindWords";
 import { formatBytes, formatCount, formatPercent } from "../../format";
 import { momentName, whenWords } from "../../state/moment";
 import { snapshotGapFraction } from "../../state/momentDefault";
@@ -102,6 +103,7 @@ function SummaryWords() {
 
   return (
     <section className="card words" aria-label="Summary in words" data-testid="summary-words">
+      <KindWords />
       <p className="answer" data-testid="summary-peak" data-value={peak ?? ""}>
         {peak === null ? (
           <>The peak is unknown: this device has no trace and no counters sidecar.</>
