@@ -22,7 +22,7 @@
 //                                  grown100 / grown1000 / grown2000: a real training snapshot grown to that
 //                                  many MB (test/gen/memgen/growreal.py: its window repeated, fresh
 //                                  addresses and times, torch's memo layout) — the real-shaped input
-//   BENCH_WEB_RUNS=3               runs per file (the 1 GB file always gets 1)
+//   BENCH_WEB_RUNS=3               runs per file (files of 1 GB and more: BENCH_WEB_BIG_RUNS, default 1)
 //   BENCH_WEB_ZOOM=1000,100,real   which files get the wheel-zoom measurement (default: all selected)
 //   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
 //   BENCH_WEB_PORT=0               port for scripts/serve.mjs (0: a free one)
@@ -71,6 +71,8 @@ const PIECE = 4 << 20; // src/ui/state/hash.ts hashes the file in 4 MiB pieces, 
 const selected = (process.env.BENCH_WEB_FILES ?? "100,real,1000").split(",").map((s) => s.trim());
 const zoomOn = (process.env.BENCH_WEB_ZOOM ?? selected.join(",")).split(",").map((s) => s.trim());
 const runsWanted = Number(process.env.BENCH_WEB_RUNS ?? 3);
+/** Files of 1 GB and more: one run unless asked (each takes seconds and most of the machine's memory). */
+const bigRuns = Number(process.env.BENCH_WEB_BIG_RUNS ?? 1);
 
 interface Spec {
   key: string;
@@ -695,7 +697,7 @@ function fileSpecs(): Spec[] {
         key,
         label: `real-shaped ${(statSync(path).size / 1e6).toFixed(0)} MB`,
         path,
-        runs: mb >= 1000 ? 1 : runsWanted,
+        runs: mb >= 1000 ? bigRuns : runsWanted,
         timeoutMs: 90_000 + mb * 600,
       });
       continue;
@@ -717,7 +719,7 @@ function fileSpecs(): Spec[] {
       key,
       label: `gen ${n} MB`,
       path,
-      runs: n >= 1000 ? 1 : runsWanted,
+      runs: n >= 1000 ? bigRuns : runsWanted,
       timeoutMs: 90_000 + n * 600, // 1 GB: 11.5 min at most
     });
   }
