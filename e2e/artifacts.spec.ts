@@ -4,13 +4,11 @@
 // the layout around them is being redesigned.
 
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { expect, type Page, test } from "@playwright/test";
-import { dropFiles, ROOT, waitIdle, watchConsole } from "./helpers";
+import { dropFiles, ROOT, serveFiles, waitIdle, watchConsole } from "./helpers";
 
 const DIR = resolve(ROOT, "../shared/fixtures/profiler");
 const FILES: { name: string; kind: string }[] = [
@@ -132,29 +130,14 @@ test.describe("opening what torch.profiler and MemoryViz write", () => {
     });
 
     test("through #src: the same overview, the URLs in the link", async ({ page }) => {
-      const server: Server = createServer((req, res) => {
-        const m = /^\/(rank\d\.pt\.trace\.json)$/.exec(req.url ?? "");
-        if (!m) {
-          res.writeHead(404, { "Access-Control-Allow-Origin": "*" }).end("not found");
-          return;
-        }
-        const body = readFileSync(join(dir, m[1]));
-        res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Content-Length": body.length }).end(body);
-      });
-      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-      const { port } = server.address() as AddressInfo;
+      const server = await serveFiles(dir, /^rank\d\.pt\.trace\.json$/);
       try {
-        const srcs = ranks.map(
-          (r, i) =>
-            `${i === 0 ? "src" : `src${i + 1}`}=${encodeURIComponent(`http://127.0.0.1:${port}/${basename(r.path)}`)}`,
-        );
-        await page.goto(`./#v=1&${srcs.join("&")}`);
+        await page.goto(`./#${server.src(ranks.map((r) => basename(r.path)))}`);
         await waitIdle(page);
         await expectRanks(page);
         expect(await page.evaluate(() => location.hash)).toContain("rank2.pt.trace.json");
       } finally {
-        server.closeAllConnections();
-        await new Promise((r) => server.close(r));
+        await server.close();
       }
     });
   });

@@ -3,7 +3,9 @@
 
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { basename, resolve } from "node:path";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { basename, join, resolve } from "node:path";
 import { expect, type Page } from "@playwright/test";
 
 export const ROOT = resolve(import.meta.dirname, "..");
@@ -124,4 +126,41 @@ export async function showTab(page: Page, name: string): Promise<void> {
   await tab.click();
   await expect(tab).toHaveAttribute("aria-selected", "true");
   await waitIdle(page);
+}
+
+/**
+ * Serves the files of `dir` whose names match `names` over HTTP on 127.0.0.1 with CORS (what `#src=` links
+ * need), 404 for anything else. `src(files)` is the hash of a link to them in order (`src`, `src2`, …);
+ * `close()` also ends kept-alive connections (the page's would hold close() until the test's timeout).
+ */
+export async function serveFiles(
+  dir: string,
+  names: RegExp,
+): Promise<{ url: (name: string) => string; src: (files: string[]) => string; close: () => Promise<void> }> {
+  const server = createServer((req, res) => {
+    const m = /^\/([\w.-]+)$/.exec(req.url ?? "");
+    let body: Buffer | null = null;
+    try {
+      body = m && names.test(m[1]) ? readFileSync(join(dir, m[1])) : null;
+    } catch {
+      body = null;
+    }
+    if (!body) {
+      res.writeHead(404, { "Access-Control-Allow-Origin": "*" }).end("not found");
+      return;
+    }
+    res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Content-Length": body.length }).end(body);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as AddressInfo;
+  const url = (name: string) => `http://127.0.0.1:${port}/${name}`;
+  return {
+    url,
+    src: (files) =>
+      `v=1&${files.map((f, i) => `${i === 0 ? "src" : `src${i + 1}`}=${encodeURIComponent(url(f))}`).join("&")}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
 }

@@ -7,12 +7,10 @@
 
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, statSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { expect, type Page, test } from "@playwright/test";
-import { dropFiles, ROOT, showTab, waitIdle, watchConsole } from "./helpers";
+import { dropFiles, ROOT, serveFiles, showTab, waitIdle, watchConsole } from "./helpers";
 
 const N = 8;
 const SHOTS = "/tmp/shots";
@@ -178,34 +176,14 @@ test.describe("rank overview", () => {
 
   test("#src with eight URLs opens the overview", async ({ page }) => {
     const errors = watchConsole(page);
-    const server: Server = createServer((req, res) => {
-      const m = /^\/([\w.-]+)$/.exec(req.url ?? "");
-      let body: Buffer | null = null;
-      try {
-        body = m && /^snapshot_rank\d+\.pickle$/.test(m[1]) ? readFileSync(join(dir, m[1])) : null;
-      } catch {
-        body = null;
-      }
-      if (!body) {
-        res.writeHead(404, { "Access-Control-Allow-Origin": "*" }).end("not found");
-        return;
-      }
-      res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Content-Length": body.length }).end(body);
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const { port } = server.address() as AddressInfo;
+    const server = await serveFiles(dir, /^snapshot_rank\d+\.pickle$/);
     try {
-      const srcs = Array.from(
-        { length: N },
-        (_, r) =>
-          `${r === 0 ? "src" : `src${r + 1}`}=${encodeURIComponent(`http://127.0.0.1:${port}/snapshot_rank${r}.pickle`)}`,
-      );
-      await page.goto(`./#v=1&${srcs.join("&")}`);
+      await page.goto(`./#${server.src(Array.from({ length: N }, (_, r) => `snapshot_rank${r}.pickle`))}`);
       await waitIdle(page);
       await expectOverview(page, { sidecars: false });
       expect(errors).toEqual([]);
     } finally {
-      await new Promise((r) => server.close(r));
+      await server.close();
     }
   });
 

@@ -5,12 +5,10 @@
 
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "@playwright/test";
-import { dropFiles, ROOT, waitIdle, watchConsole } from "./helpers";
+import { dropFiles, ROOT, serveFiles, waitIdle, watchConsole } from "./helpers";
 
 interface SeriesTruth {
   leakSites: { site: string; category: string }[];
@@ -75,32 +73,16 @@ test.describe("series of dumps", () => {
   });
 
   test("#src with the dumps' URLs opens the series (it is in the link)", async ({ page }) => {
-    const server: Server = createServer((req, res) => {
-      const m = /^\/(peakscope-rank0-step\d\.pickle)$/.exec(req.url ?? "");
-      if (!m) {
-        res.writeHead(404, { "Access-Control-Allow-Origin": "*" }).end("not found");
-        return;
-      }
-      const body = readFileSync(join(dir, "list", m[1]));
-      res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Content-Length": body.length }).end(body);
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const { port } = server.address() as AddressInfo;
+    const server = await serveFiles(join(dir, "list"), /^peakscope-rank0-step\d\.pickle$/);
     try {
-      const srcs = [2, 3, 4, 5, 6, 7].map(
-        (s, i) =>
-          `${i === 0 ? "src" : `src${i + 1}`}=${encodeURIComponent(`http://127.0.0.1:${port}/peakscope-rank0-step${s}.pickle`)}`,
-      );
-      await page.goto(`./#v=1&${srcs.join("&")}`);
+      await page.goto(`./#${server.src([2, 3, 4, 5, 6, 7].map((s) => `peakscope-rank0-step${s}.pickle`))}`);
       await waitIdle(page);
       const view = page.getByRole("region", { name: "Series" });
       await expect(view).toHaveAttribute("data-verdict", "leak");
       await expect(view.locator("tr[data-kind=leak]")).toContainText("train.py:62 main");
       expect(await page.evaluate(() => location.hash)).toContain("peakscope-rank0-step7.pickle");
     } finally {
-      // close() waits for every open connection: the page's kept-alive ones would hold it until timeout
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
+      await server.close();
     }
   });
 
@@ -108,23 +90,9 @@ test.describe("series of dumps", () => {
     page,
   }) => {
     const truth = JSON.parse(readFileSync(join(dir, "list", "series.truth.json"), "utf8")) as SeriesTruth;
-    const server: Server = createServer((req, res) => {
-      const m = /^\/(peakscope-rank0-step\d\.pickle)$/.exec(req.url ?? "");
-      if (!m) {
-        res.writeHead(404, { "Access-Control-Allow-Origin": "*" }).end("not found");
-        return;
-      }
-      const body = readFileSync(join(dir, "list", m[1]));
-      res.writeHead(200, { "Access-Control-Allow-Origin": "*", "Content-Length": body.length }).end(body);
-    });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    const { port } = server.address() as AddressInfo;
+    const server = await serveFiles(join(dir, "list"), /^peakscope-rank0-step\d\.pickle$/);
     try {
-      const srcs = truth.dumps.map(
-        (d, i) =>
-          `${i === 0 ? "src" : `src${i + 1}`}=${encodeURIComponent(`http://127.0.0.1:${port}/${d.file}`)}`,
-      );
-      await page.goto(`./#v=1&${srcs.join("&")}`);
+      await page.goto(`./#${server.src(truth.dumps.map((d) => d.file))}`);
       await waitIdle(page);
       const view = page.getByRole("region", { name: "Series" });
       await expect(view).toHaveAttribute("data-verdict", "leak");
@@ -160,8 +128,7 @@ test.describe("series of dumps", () => {
       await expect(cmp2.locator(`[data-bytes="${delta}"]`).first()).toBeVisible();
       await fresh.close();
     } finally {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
+      await server.close();
     }
   });
 
