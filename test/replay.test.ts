@@ -144,6 +144,19 @@ describe("replay of a simulated allocator (full trace)", () => {
     });
   }
 
+  it("categoriesAt answers in any order (backwards, jumps across checkpoints) as the simulation says", () => {
+    const sim = simulate({ seed: 21, events: 6000, pendingRate: 0.1 });
+    const { r } = replaySim(sim);
+    // a fixed scramble of the events: backwards runs, long jumps, repeats, the initial state
+    const order: number[] = [];
+    for (let k = 0; k < 400; k++) order.push((k * 7919) % r.length, r.length - 1 - ((k * 131) % r.length));
+    order.push(-1, 5, 5, 4, 1023, 1024, 1025, 1023, r.length - 1, 0);
+    const exact = order.filter((i) => lowerBoundSlack(r, i).allocated === 0);
+    expect(exact.length).toBeGreaterThan(order.length * 0.9);
+    for (const i of exact)
+      expect([i, ...r.categoriesAt(i)]).toEqual([i, ...truthTotals(sim, i, C).byCategory.slice(0, C)]);
+  });
+
   it("the timeline's buckets: max allocated and its composition equal the simulation's", () => {
     const sim = simulate({ seed: 12, events: 5000, streams: 2, pendingRate: 0.1 });
     const { r } = replaySim(sim);

@@ -54,19 +54,30 @@ export function categoryIndex(r: ReplayColumns): CategoryIndex {
     if (i % every === 0) states.set(cur, (i / every) * C);
     eachChange(r, i, bump);
   }
+  // The last state asked for, so a caller walking forward (one query per timeline pixel, each a little
+  // after the one before) continues from it instead of from the checkpoint: the same numbers, each event's
+  // change applied once per walk instead of up to `every` times per query.
+  const state = new Float64Array(C);
+  let pos = -2; // state holds the categories after event pos; -2: nothing held
+  const add = (c: number, delta: number) => {
+    state[c] += delta;
+  };
   return {
     maxBytes,
     at(i, out) {
-      if (i < 0) {
+      if (i < 0 || n === 0) {
         for (let c = 0; c < C; c++) out[c] = r.initial.byCategory[c] ?? 0;
         return out;
       }
-      const j = Math.floor(Math.min(i, n - 1) / every);
-      for (let c = 0; c < C; c++) out[c] = states[j * C + c];
-      const add = (c: number, delta: number) => {
-        out[c] += delta;
-      };
-      for (let e = j * every; e <= i && e < n; e++) eachChange(r, e, add);
+      const last = Math.min(i, n - 1);
+      const start = Math.floor(last / every) * every;
+      if (pos < start - 1 || pos > last) {
+        for (let c = 0; c < C; c++) state[c] = states[(start / every) * C + c];
+        pos = start - 1;
+      }
+      for (let e = pos + 1; e <= last; e++) eachChange(r, e, add);
+      pos = last;
+      out.set(state);
       return out;
     },
   };

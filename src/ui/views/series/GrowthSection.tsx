@@ -9,6 +9,17 @@ import { formatCount } from "../../format";
 import { useSideKey } from "../../state/store";
 import { useTraceLeaks } from "./useTraceLeaks";
 
+/**
+ * A small model's trace holds thousands of steps: a row each would be thousands of DOM rows, built and laid
+ * out on the main thread before the timeline's first picture. The first and the last EDGE_ROWS are listed
+ * (warm-up, and where growth shows); null marks the gap.
+ */
+const EDGE_ROWS = 20;
+function shownSteps<T>(steps: T[]): (T | null)[] {
+  if (steps.length <= 2 * EDGE_ROWS + 1) return steps;
+  return [...steps.slice(0, EDGE_ROWS), null, ...steps.slice(steps.length - EDGE_ROWS)];
+}
+
 export function GrowthSection() {
   const k = useSideKey();
   const { answer: j, error } = useTraceLeaks();
@@ -59,16 +70,25 @@ export function GrowthSection() {
               </tr>
             </thead>
             <tbody>
-              {j.steps.map((s) => (
-                <tr key={s.step}>
-                  <td>{s.step}</td>
-                  <td>
-                    <Bytes value={s.allocatedBytes} />
-                  </td>
-                  <td>{s.peakBytes === null ? "—" : <Bytes value={s.peakBytes} />}</td>
-                  <td>{s.retainedBytes == null ? "—" : <Bytes value={s.retainedBytes} />}</td>
-                </tr>
-              ))}
+              {shownSteps(j.steps).map((s) =>
+                s === null ? (
+                  <tr key="gap" data-testid="growth-steps-gap">
+                    <td colSpan={4} className="muted">
+                      … {formatCount(j.steps.length - 2 * EDGE_ROWS)} steps not listed here (
+                      <code>peakscope leaks FILE --json</code> lists every one)
+                    </td>
+                  </tr>
+                ) : (
+                  <tr key={s.step}>
+                    <td>{s.step}</td>
+                    <td>
+                      <Bytes value={s.allocatedBytes} />
+                    </td>
+                    <td>{s.peakBytes === null ? "—" : <Bytes value={s.peakBytes} />}</td>
+                    <td>{s.retainedBytes == null ? "—" : <Bytes value={s.retainedBytes} />}</td>
+                  </tr>
+                ),
+              )}
             </tbody>
           </table>
         </>

@@ -28,27 +28,41 @@ export function StepBands({ height }: { height: number }) {
       ctx.clip();
       ctx.font = "10px system-ui, sans-serif";
       ctx.textBaseline = "top";
+      // Thousands of steps (a small model's trace) are narrower than a pixel: one pass per kind of mark,
+      // a boundary once per pixel column, shading only where a band is wide enough to see, and a label only
+      // where one could fit (measuring text is the costly call).
+      const right = p.left + p.plotWidth;
+      const bands: [number, number][] = [];
       answer.steps.forEach((s, i) => {
         const [x0, x1] =
           view.axis === "time" && answer.stepTimes
             ? answer.stepTimes[i]
             : [s.startEvent ?? 0, (s.endEvent ?? 0) + 1];
-        const a = xToPx(p, x0);
-        const b = xToPx(p, x1);
-        if (b < p.left || a > p.left + p.plotWidth) return;
-        if (i % 2 === 0) {
-          ctx.fillStyle = th.fg;
-          ctx.globalAlpha = 0.06;
-          ctx.fillRect(a, p.top, Math.max(1, b - a), p.plotHeight);
-        }
-        ctx.globalAlpha = 0.5;
-        ctx.fillStyle = th.fg;
-        ctx.fillRect(b, p.top, 1, p.plotHeight);
-        ctx.globalAlpha = 0.9;
+        bands.push([xToPx(p, x0), xToPx(p, x1)]);
+      });
+      const visible = (k: number) => bands[k][1] >= p.left && bands[k][0] <= right;
+      ctx.fillStyle = th.fg;
+      ctx.globalAlpha = 0.06;
+      for (let k = 0; k < bands.length; k += 2) {
+        const [a, b] = bands[k];
+        if (visible(k) && b - a >= 2) ctx.fillRect(a, p.top, b - a, p.plotHeight);
+      }
+      ctx.globalAlpha = 0.5;
+      let lastColumn = Number.NaN;
+      for (let k = 0; k < bands.length; k++) {
+        const column = Math.round(bands[k][1]);
+        if (!visible(k) || column === lastColumn) continue;
+        lastColumn = column;
+        ctx.fillRect(column, p.top, 1, p.plotHeight);
+      }
+      ctx.globalAlpha = 0.9;
+      // Below the phase lane (timeline/PhaseBands.tsx), which holds the plot's top edge.
+      const y = p.top + PHASE_LANE_PX + 3;
+      answer.steps.forEach((s, k) => {
+        const [a, b] = bands[k];
+        if (!visible(k) || b - a < 10) return;
         const kept = s.retainedBytes == null ? "" : ` · kept ${formatBytes(s.retainedBytes)}`;
         const label = `step ${s.step}${kept}`;
-        // Below the phase lane (timeline/PhaseBands.tsx), which holds the plot's top edge.
-        const y = p.top + PHASE_LANE_PX + 3;
         if (ctx.measureText(label).width < b - a - 4) ctx.fillText(label, a + 3, y);
         else if (ctx.measureText(String(s.step)).width < b - a - 2) ctx.fillText(String(s.step), a + 2, y);
       });
@@ -63,11 +77,18 @@ export function StepBands({ height }: { height: number }) {
       draw={draw}
       height={height}
       testId="step-bands"
-      ariaLabel={`Steps of the trace as bands: ${steps
-        .map((s) => `step ${s.step}${s.retainedBytes == null ? "" : ` kept ${formatBytes(s.retainedBytes)}`}`)
-        .join(", ")}`}
+      ariaLabel={stepsLabel(steps)}
       onSize={setWidth}
       style={{ position: "absolute", left: 0, top: 0, pointerEvents: "none" }}
     />
   );
+}
+
+/** The layer's accessible name: every step when there are few, the count and the first ones when many. */
+const LABELLED_STEPS = 24;
+function stepsLabel(steps: { step: number; retainedBytes?: number | null }[]): string {
+  const one = (s: (typeof steps)[number]) =>
+    `step ${s.step}${s.retainedBytes == null ? "" : ` kept ${formatBytes(s.retainedBytes)}`}`;
+  if (steps.length <= LABELLED_STEPS) return `Steps of the trace as bands: ${steps.map(one).join(", ")}`;
+  return `Steps of the trace as bands: ${steps.length} steps; ${steps.slice(0, LABELLED_STEPS).map(one).join(", ")}, …`;
 }

@@ -80,12 +80,14 @@ export function PhaseBands({ height }: { height: number }) {
         ctx.globalAlpha = 0.9;
         ctx.fillStyle = PHASE_FILL[run.phase];
         ctx.fillRect(a, y, Math.max(1, b - a), PHASE_LANE_PX);
+        // Narrower than a letter: no label (and no text measuring, the costly call, per sliver).
+        if (b - a < 10) continue;
         ctx.globalAlpha = 1;
         // Black on the light fills (both themes): the full word, else its first letter.
         ctx.fillStyle = "#000";
         const word = PHASE_LABEL[run.phase];
         if (ctx.measureText(word).width < b - a - 6) ctx.fillText(word, a + 3, y + PHASE_LANE_PX / 2);
-        else if (b - a >= 10) ctx.fillText(word[0].toUpperCase(), a + 2, y + PHASE_LANE_PX / 2);
+        else ctx.fillText(word[0].toUpperCase(), a + 2, y + PHASE_LANE_PX / 2);
       }
       ctx.restore();
     },
