@@ -9,6 +9,7 @@ import * as Comlink from "comlink";
 import type { PeakscopeApi, WorkerApi } from "./api";
 import { compareEngines } from "./compare";
 import { Engine } from "./engine";
+import { FirstPicture } from "./first-picture";
 import { healthAnswer, healthTimeline } from "./health";
 import { leaksAnswer } from "./leaks";
 import { stopReader } from "./parallel-reader";
@@ -21,23 +22,50 @@ import { cancelWarmUp, warmUp } from "./warm-up";
 import { whatIfCurve, whatIfOne, whatIfSpecs, whatIfSuggest } from "./whatif";
 
 function sideApi(engine: Engine): PeakscopeApi {
+  const picture = new FirstPicture();
+  /** A secondary answer: computed once the first picture has gone out (workers/first-picture.ts). */
+  const later =
+    <A extends unknown[], R>(f: (...args: A) => R | Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      await picture.wait();
+      return f(...args);
+    };
+  /** Opening a file: the gate closes while it opens, and opens again if it fails. */
+  const opening = async <R extends { ok: boolean }>(open: () => Promise<R>): Promise<R> => {
+    inUse = true;
+    cancelWarmUp();
+    picture.closeGate();
+    try {
+      const r = await open();
+      if (!r.ok) picture.openGate();
+      return r;
+    } catch (e) {
+      picture.openGate();
+      throw e;
+    }
+  };
+  const tree = treeApi(engine);
+  const layers = timelineLayersApi(engine);
   return {
-    open: (file, name, onProgress) => {
-      inUse = true;
-      cancelWarmUp();
-      return engine.open(file, name, onProgress);
+    open: (file, name, onProgress) => opening(() => engine.open(file, name, onProgress)),
+    openUrl: (href, name, page, onProgress) => opening(() => engine.openUrl(href, name, page, onProgress)),
+    cancel: () => {
+      picture.openGate();
+      engine.cancel();
     },
-    openUrl: (href, name, page, onProgress) => {
-      inUse = true;
-      cancelWarmUp();
-      return engine.openUrl(href, name, page, onProgress);
+    close: () => {
+      picture.openGate();
+      engine.close();
     },
-    cancel: () => engine.cancel(),
-    close: () => engine.close(),
-    panel: async (device) => engine.panel(device),
+    panel: async (device) => {
+      const a = engine.panel(device);
+      picture.panelSent((a.replay?.events ?? 0) > 0);
+      return a;
+    },
     setCounters: async (text, name) => engine.setCounters(text, name),
     timeline: async (q) => {
       const a = engine.timeline(q);
+      picture.openGate();
       return Comlink.transfer(a, [
         a.allocMin.buffer,
         a.allocMax.buffer,
@@ -85,22 +113,24 @@ function sideApi(engine: Engine): PeakscopeApi {
     },
     block: async (q, ref) => engine.block(q, ref),
     fullStack: async (q) => engine.fullStack(q),
-    health: async (device) => healthAnswer(engine, device),
-    leaks: async (device) => leaksAnswer(engine, device),
+    health: later((device: number) => healthAnswer(engine, device)),
+    leaks: later((device: number) => leaksAnswer(engine, device)),
     healthTimeline: async (q) => {
       const a = healthTimeline(engine, q);
       return Comlink.transfer(a, [a.cached.buffer, a.pending.buffer, a.inactiveSplit.buffer]);
     },
-    whatIfSuggest: (q) => whatIfSuggest(engine, q),
-    whatIf: (q) => whatIfOne(engine, q),
+    whatIfSuggest: later((q: Parameters<typeof whatIfSuggest>[1]) => whatIfSuggest(engine, q)),
+    whatIf: later((q: Parameters<typeof whatIfOne>[1]) => whatIfOne(engine, q)),
     whatIfCurve: async (q) => {
       const a = await whatIfCurve(engine, q);
       return Comlink.transfer(a, [a.allocMin.buffer, a.allocMax.buffer]);
     },
     whatIfSpecs: async (q) => whatIfSpecs(engine, q),
     reportHtml: async () => reportHtml(engine),
-    ...treeApi(engine),
-    ...timelineLayersApi(engine),
+    ...tree,
+    tree: later(tree.tree),
+    ...layers,
+    phaseRuns: later(layers.phaseRuns),
   };
 }
 

@@ -531,70 +531,102 @@ function buildModel(c: Collected): SnapshotModel {
   /** The frame of each (name, category) pair (-2: a python_function name that is not a frame). */
   const frameOfName = new Map<number, number>();
   const nameFlags = new Uint8Array(strings.length);
+  /** The frames and facts of the spans open[0..top] that contain t, innermost first (at most 256 frames). */
+  const walk = (open: number[], top: number, t: number): { stack: number; facts: SpanFacts } => {
+    frameIds.length = 0;
+    const f: SpanFacts = {
+      op: null,
+      accumulateGrad: false,
+      inBackward: false,
+      optimizerStepEnd: Number.NaN,
+      hasPython: false,
+    };
+    for (let k = top; k >= 0 && frameIds.length < MAX_STACK_FRAMES; k--) {
+      const s = open[k];
+      // a span that ended before an inner one began is left under it: skip spans that do not contain t
+      if (sEnd[s] < t) continue;
+      const name = strings[spans.cols[S_NAME][s]];
+      const cat = spans.cols[S_CAT][s];
+      // a span's frame depends only on its name and category: interned once per distinct pair
+      const nameKey = spans.cols[S_NAME][s] * strings.length + cat;
+      let frame = frameOfName.get(nameKey);
+      if (cat === pyCat) {
+        if (frame === undefined) {
+          const py = parsePythonFunction(name);
+          frame = py ? b.internFrame(py.filename, py.line, py.name) : -2;
+          frameOfName.set(nameKey, frame);
+        }
+        if (frame >= 0) {
+          frameIds.push(frame);
+          f.hasPython = true;
+        }
+        continue;
+      }
+      if (f.op === null) f.op = name;
+      // what the name says, worked out once per distinct name (not per event and enclosing span)
+      const nameId = spans.cols[S_NAME][s];
+      let flags = nameFlags[nameId];
+      if (flags === 0) {
+        flags =
+          NAME_READ |
+          (name.includes("AccumulateGrad") ? NAME_ACCUMULATE_GRAD : 0) |
+          (name.startsWith("autograd::engine::evaluate_function") ? NAME_BACKWARD : 0) |
+          (name.startsWith("Optimizer.step#") ? NAME_OPTIMIZER_STEP : 0);
+        nameFlags[nameId] = flags;
+      }
+      if (flags & NAME_ACCUMULATE_GRAD) f.accumulateGrad = true;
+      if (flags & NAME_BACKWARD) f.inBackward = true;
+      if (flags & NAME_OPTIMIZER_STEP && Number.isNaN(f.optimizerStepEnd)) f.optimizerStepEnd = sEnd[s];
+      if (frame === undefined) {
+        frame = b.internFrame(strings[cat] || "op", 0, name);
+        frameOfName.set(nameKey, frame);
+      }
+      frameIds.push(frame);
+    }
+    return { stack: frameIds.length > 0 ? b.internStack(frameIds) : EMPTY_STACK, facts: f };
+  };
+  const noFacts: SpanFacts = {
+    op: null,
+    accumulateGrad: false,
+    inBackward: false,
+    optimizerStepEnd: Number.NaN,
+    hasPython: false,
+  };
   for (const [th, events] of byThread) {
     const list = spansByThread.get(th) ?? [];
     const open: number[] = [];
+    // Per position k of `open`: the earliest end among open[0..k], and the walk's answer for open[0..k]
+    // once an event needed it. While every open span contains the event's time (t ≤ minEnd[top]) the walk
+    // of the same open spans gives the same answer: events inside one op (and the many under one Python
+    // frame) then cost a lookup, not a walk over their spans. An event under a span that ended earlier
+    // (left under an inner one) is walked on its own.
+    const minEnd: number[] = [];
+    const known: ({ stack: number; facts: SpanFacts } | null)[] = [];
+    const push = (s: number) => {
+      const k = open.length;
+      open.push(s);
+      minEnd[k] = k > 0 ? Math.min(minEnd[k - 1], sEnd[s]) : sEnd[s];
+      known[k] = null;
+    };
     let next = 0;
     for (const i of events) {
       const t = mTs[i];
       while (next < list.length && sTs[list[next]] <= t) {
         const s = list[next++];
         while (open.length > 0 && sEnd[open[open.length - 1]] < sTs[s]) open.pop();
-        open.push(s);
+        push(s);
       }
       while (open.length > 0 && sEnd[open[open.length - 1]] < t) open.pop();
-      // a span that ended before an inner one began is left under it: drop spans that do not contain t
-      frameIds.length = 0;
-      const f: SpanFacts = {
-        op: null,
-        accumulateGrad: false,
-        inBackward: false,
-        optimizerStepEnd: Number.NaN,
-        hasPython: false,
-      };
-      for (let k = open.length - 1; k >= 0 && frameIds.length < MAX_STACK_FRAMES; k--) {
-        const s = open[k];
-        if (sEnd[s] < t) continue;
-        const name = strings[spans.cols[S_NAME][s]];
-        const cat = spans.cols[S_CAT][s];
-        // a span's frame depends only on its name and category: interned once per distinct pair
-        const nameKey = spans.cols[S_NAME][s] * strings.length + cat;
-        let frame = frameOfName.get(nameKey);
-        if (cat === pyCat) {
-          if (frame === undefined) {
-            const py = parsePythonFunction(name);
-            frame = py ? b.internFrame(py.filename, py.line, py.name) : -2;
-            frameOfName.set(nameKey, frame);
-          }
-          if (frame >= 0) {
-            frameIds.push(frame);
-            f.hasPython = true;
-          }
-          continue;
-        }
-        if (f.op === null) f.op = name;
-        // what the name says, worked out once per distinct name (not per event and enclosing span)
-        const nameId = spans.cols[S_NAME][s];
-        let flags = nameFlags[nameId];
-        if (flags === 0) {
-          flags =
-            NAME_READ |
-            (name.includes("AccumulateGrad") ? NAME_ACCUMULATE_GRAD : 0) |
-            (name.startsWith("autograd::engine::evaluate_function") ? NAME_BACKWARD : 0) |
-            (name.startsWith("Optimizer.step#") ? NAME_OPTIMIZER_STEP : 0);
-          nameFlags[nameId] = flags;
-        }
-        if (flags & NAME_ACCUMULATE_GRAD) f.accumulateGrad = true;
-        if (flags & NAME_BACKWARD) f.inBackward = true;
-        if (flags & NAME_OPTIMIZER_STEP && Number.isNaN(f.optimizerStepEnd)) f.optimizerStepEnd = sEnd[s];
-        if (frame === undefined) {
-          frame = b.internFrame(strings[cat] || "op", 0, name);
-          frameOfName.set(nameKey, frame);
-        }
-        frameIds.push(frame);
-      }
-      stackOf[i] = frameIds.length > 0 ? b.internStack(frameIds) : EMPTY_STACK;
-      facts[i] = f;
+      const top = open.length - 1;
+      let answer: { stack: number; facts: SpanFacts };
+      if (top < 0) answer = { stack: EMPTY_STACK, facts: noFacts };
+      else if (t <= minEnd[top]) {
+        const hit = known[top];
+        answer = hit ?? walk(open, top, t);
+        if (!hit) known[top] = answer;
+      } else answer = walk(open, top, t);
+      stackOf[i] = answer.stack;
+      facts[i] = answer.facts;
     }
   }
 
@@ -783,23 +815,27 @@ function emitDevice(
   for (let p = 0; p < n; p++) {
     const i = events[p];
     const bytes = bytesCol[i];
-    const common = { timeUs: ts[i], stack: stackOf[i] };
-    reserveTo(trCol[i], ts[i]);
+    const timeUs = ts[i];
+    const stack = stackOf[i];
+    reserveTo(trCol[i], timeUs);
+    // object literals of one shape each (no spread): these run once per event
     if (oomCol[i]) {
-      b.addTraceEntry(device, { action: "oom", sizeBytes: Math.abs(bytes), ...common });
+      b.addTraceEntry(device, { action: "oom", sizeBytes: Math.abs(bytes), timeUs, stack });
       continue;
     }
+    const addr = addrOf[p];
     if (!isFree[p]) {
       b.addTraceEntry(device, {
         action: "alloc",
-        addr: addrOf[p],
+        addr,
         sizeBytes: bytes,
         category: cats[p] ?? undefined,
-        ...common,
+        timeUs,
+        stack,
       });
     } else {
-      b.addTraceEntry(device, { action: "free_requested", addr: addrOf[p], sizeBytes: -bytes, ...common });
-      b.addTraceEntry(device, { action: "free_completed", addr: addrOf[p], sizeBytes: -bytes, ...common });
+      b.addTraceEntry(device, { action: "free_requested", addr, sizeBytes: -bytes, timeUs, stack });
+      b.addTraceEntry(device, { action: "free_completed", addr, sizeBytes: -bytes, timeUs, stack });
     }
   }
 }
