@@ -183,7 +183,8 @@ export function renderReportText(r: ReportJson): string {
           `    ${formatDeltaMiB(s.deltaBytes).padStart(14)}  ${s.category.padEnd(16)} ${s.label}  [${s.site}]`,
         );
       }
-    } else out.push("", "  at the peaks: not compared (a file has no trace to replay, so its peak is unknown)");
+    } else
+      out.push("", "  at the peaks: not compared (a file has no trace to replay, so its peak is unknown)");
     out.push("", `  checks of ${c.otherFile}`);
     for (const k of c.otherChecks) out.push(`    ${STATUS[k.status]} ${k.id.padEnd(18)} ${k.detail}`);
   }
