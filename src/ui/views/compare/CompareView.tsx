@@ -221,9 +221,13 @@ function CompareAtToggle({ at, onAt }: { at: CompareAt; onAt: (at: CompareAt) =>
   const missing = (["A", "B"] as const).filter(
     (_, i) => hasPeak((i === 0 ? base : 1 - base) as Side) === false,
   );
-  const reason = !peaks
-      ? `${missing.length === 2 ? "A and B have" : missing.length === 1 ? `${missing[0]} has` : "a file has"} no trace to replay, so ${missing.length === 2 ? "their peaks are" : "its peak is"} unknown: the snapshots are compared`
-      : null;
+  const who =
+    missing.length === 2 ? "A and B have" : missing.length === 1 ? `${missing[0]} has` : "A file has";
+  // One short line on screen; the title says why it matters.
+  const reason = peaks ? null : `${who} no trace to replay: snapshots compared`;
+  const why = peaks
+    ? null
+    : `${who} no trace to replay, so ${missing.length === 2 ? "their peaks are" : "its peak is"} unknown: the snapshots (the live blocks when each file was dumped) are compared instead`;
   const choose = (next: CompareAt) => {
     onAt(next);
     const moments = [peaks?.basePeak, peaks?.otherPeak];
@@ -267,7 +271,7 @@ function CompareAtToggle({ at, onAt }: { at: CompareAt; onAt: (at: CompareAt) =>
           "peaks",
           "Peaks",
           !peaks,
-          reason ?? "Each file at its peak: the allocations alive at its highest allocated moment",
+          why ?? "Each file at its peak: the allocations alive at its highest allocated moment",
         )}
         {option(
           "snapshots",
@@ -277,7 +281,7 @@ function CompareAtToggle({ at, onAt }: { at: CompareAt; onAt: (at: CompareAt) =>
         )}
       </div>
       {reason && (
-        <span className="cmp-at-reason small muted" data-testid="compare-at-reason" title={reason}>
+        <span className="cmp-at-reason small muted" data-testid="compare-at-reason" title={why ?? ""}>
           {reason}
         </span>
       )}

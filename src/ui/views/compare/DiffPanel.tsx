@@ -81,7 +81,7 @@ export function DiffCategories({ at }: { at: CompareAt }) {
         <table className="num-table diff-totals">
           <thead>
             <tr>
-              <th scope="col">All devices</th>
+              <th scope="col">{at === "peaks" ? "Each peak's device" : "All devices"}</th>
               <th scope="col" title={aName ?? ""}>
                 A
               </th>
