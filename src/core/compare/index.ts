@@ -1,5 +1,6 @@
-// Compare two snapshots: per-category and per-call-site deltas (other − base, over active_allocated blocks,
-// the bytes that make up allocated_size), largest first, and a one-line verdict. Call sites are matched on
+// Compare two snapshots (or two sets of live allocations: peaks.ts compares the peaks): per-category and
+// per-call-site deltas (other − base, over active_allocated blocks, the bytes that make up allocated_size),
+// largest first, and a one-line verdict. Call sites are matched on
 // the site's portable key (file:line:function with install prefixes and path separators removed), so the
 // same line matches across machines, venvs and operating systems.
 
