@@ -1,7 +1,8 @@
 // Two files side by side: dropped together, or a second dropped on the "compare" half of an open one,
 // or picked with "Compare with…". The difference between them equals `peakscope report A --compare B
-// --json`; each column equals its own report; zoom and cursor are linked (and can be unlinked);
-// clicking a call site of the difference highlights its blocks in both maps.
+// --json` — at the peaks by default (`compare.atPeaks`), at the snapshots when "Compare at" says so; each
+// column equals its own report; zoom and cursor are linked (and can be unlinked); clicking a call site of
+// the difference highlights its blocks in both maps.
 
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";
@@ -29,9 +30,50 @@ function pyTotals(path: string): PyTotals {
   return { ...j.totals, liveBlockBytes: live };
 }
 
+/** Chooses the moment the verdict, Categories and Call sites compare ("Compare at"). */
+async function compareAt(page: Page, at: "peaks" | "snapshots") {
+  await page
+    .getByRole("radiogroup", { name: "Compare at" })
+    .getByRole("radio", { name: at === "peaks" ? "Peaks" : "Snapshots" })
+    .check();
+  await expect(page.getByTestId("verdict")).toHaveAttribute("data-moment", at);
+  await waitIdle(page);
+}
+
+interface PyPeakSites {
+  device: number;
+  peakBytes: number;
+  peakEvent: number;
+  /** Bytes live at the peak by the innermost own-code line (parent/file.py:line:function). */
+  ownLines: Record<string, number>;
+}
+
+/** Each file replayed to its peak by test/tools/py_peak_sites.py (Python; no peakscope code). */
+function pyPeaks(...paths: string[]): PyPeakSites[] {
+  const j = JSON.parse(
+    execFileSync("python3", [`${ROOT}/test/tools/py_peak_sites.py`, ...paths], {
+      encoding: "utf8",
+      maxBuffer: 64 << 20,
+    }),
+  );
+  return paths.map((p) => j[p.split("/").pop() as string]);
+}
+
+/** At the peaks: the verdict's delta and the totals are Python's peak of B minus its peak of A. */
+async function expectPeaksEqualPython(page: Page, a: PyPeakSites, b: PyPeakSites) {
+  await expect(page.getByTestId("verdict")).toHaveAttribute("data-moment", "peaks");
+  expect(Number(await page.getByTestId("verdict").getAttribute("data-delta"))).toBe(
+    b.peakBytes - a.peakBytes,
+  );
+  const row = page.getByTestId("diff").getByTestId("diff-total-peak");
+  expect(Number(await row.getAttribute("data-a")), "A's peak (Python)").toBe(a.peakBytes);
+  expect(Number(await row.getAttribute("data-b")), "B's peak (Python)").toBe(b.peakBytes);
+}
+
 /** The difference's totals and its verdict's delta, against Python's reading of both files. */
 async function expectDiffEqualsPython(page: Page, a: PyTotals, b: PyTotals) {
   const diff = page.getByTestId("diff");
+  await expect(page.getByTestId("verdict")).toHaveAttribute("data-moment", "snapshots");
   expect(Number(await page.getByTestId("verdict").getAttribute("data-delta"))).toBe(
     b.liveBlockBytes - a.liveBlockBytes,
   );
@@ -45,18 +87,32 @@ async function expectDiffEqualsPython(page: Page, a: PyTotals, b: PyTotals) {
 const INFERENCE = "Wedsonlin__assignment2-systems__medium_256_inference_memory_snapshot.pickle";
 const TRAINING = "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle";
 
-/** The difference panel shows exactly the CLI's compare section (`report A --compare B --json`). */
-async function expectDiffEqualsCli(page: Page, report: any) {
-  const c = report.compare;
+/**
+ * The difference panel shows exactly the CLI's compare section (`report A --compare B --json`): its
+ * `atPeaks` at the peaks, the section itself at the snapshots.
+ */
+async function expectDiffEqualsCli(page: Page, report: any, at: "peaks" | "snapshots") {
+  const c = at === "peaks" ? report.compare.atPeaks : report.compare;
+  expect(c, `the CLI's comparison at the ${at}`).toBeTruthy();
   const diff = page.getByTestId("diff");
   // The verdict is in the pinned header; the rest in the diff tabs (every pane stays mounted).
+  await expect(page.getByTestId("verdict")).toHaveAttribute("data-moment", at);
   await expect(page.getByTestId("verdict")).toHaveText(c.verdict);
   expect(Number(await page.getByTestId("verdict").getAttribute("data-delta"))).toBe(c.totalDeltaBytes);
-  for (const key of ["allocated", "reserved", "active"]) {
-    const row = diff.getByTestId(`diff-total-${key}`);
-    const field = `${key}Bytes`;
-    expect(Number(await row.getAttribute("data-a")), `A ${key}`).toBe(report.totals[field]);
-    expect(Number(await row.getAttribute("data-b")), `B ${key}`).toBe(c.otherTotals[field]);
+  if (at === "peaks") {
+    // Allocated at each peak, and nothing of the snapshots.
+    const row = diff.getByTestId("diff-total-peak");
+    expect(Number(await row.getAttribute("data-a")), "A's peak").toBe(c.basePeak.allocatedBytes);
+    expect(Number(await row.getAttribute("data-b")), "B's peak").toBe(c.otherPeak.allocatedBytes);
+    await expect(diff.getByTestId("diff-total-allocated")).toHaveCount(0);
+  } else {
+    await expect(diff.getByTestId("diff-total-peak")).toHaveCount(0);
+    for (const key of ["allocated", "reserved", "active"]) {
+      const row = diff.getByTestId(`diff-total-${key}`);
+      const field = `${key}Bytes`;
+      expect(Number(await row.getAttribute("data-a")), `A ${key}`).toBe(report.totals[field]);
+      expect(Number(await row.getAttribute("data-b")), `B ${key}`).toBe(report.compare.otherTotals[field]);
+    }
   }
   // Every category, its signed delta, largest change first.
   const rows = diff.getByTestId("diff-categories").locator("tr[data-category]");
@@ -109,8 +165,24 @@ test.describe("compare", () => {
     const b = page.getByTestId("column-b");
     await expect(a.getByTestId("column-file")).toHaveText(INFERENCE);
     await expect(b.getByTestId("column-file")).toHaveText(TRAINING);
-    await expectDiffEqualsCli(page, report);
+    // Peaks compared by default: the CLI's compare.atPeaks, and Python's peak of B minus its peak of A.
+    const group = page.getByRole("radiogroup", { name: "Compare at" });
+    await expect(group.getByRole("radio", { name: "Peaks" })).toBeChecked();
+    await expectDiffEqualsCli(page, report, "peaks");
+    const [pyA, pyB] = pyPeaks(real(INFERENCE), real(TRAINING));
+    await expectPeaksEqualPython(page, pyA, pyB);
+    // The titles say which moment each number is.
+    await expect(page.getByTestId("verdict")).toHaveAttribute("title", /at each file's peak/);
+    await expect(page.getByTestId("diff-total-peak").locator(".bytes").first()).toHaveAttribute(
+      "title",
+      new RegExp(`A's peak: after event #${pyA.peakEvent.toLocaleString("en-US")} on device ${pyA.device}`),
+    );
+    // Toggled: the snapshots, as the CLI's compare section and Python's snapshot totals say.
+    await compareAt(page, "snapshots");
+    await expect(group.getByRole("radio", { name: "Snapshots" })).toBeChecked();
+    await expectDiffEqualsCli(page, report, "snapshots");
     await expectDiffEqualsPython(page, pyTotals(real(INFERENCE)), pyTotals(real(TRAINING)));
+    await expect(page.getByTestId("verdict")).toHaveAttribute("title", /at each file's snapshot/);
     // Each track: its timeline and totals (the totals equal each file's report); its map in Call sites.
     for (const [col, map, totals] of [
       [a, page.getByTestId("map-a"), report.totals],
@@ -166,9 +238,12 @@ test.describe("compare", () => {
     expect(ua.x1 - ua.x0).toBeLessThan(za.x1 - za.x0);
     expect(ub).toEqual(zb);
 
-    // A call site of the difference: its blocks light up in both maps (B holds them; A has none).
+    // A call site of the difference at the snapshots: its blocks light up in both maps, each at its
+    // snapshot (B holds them; A has none).
     await page.getByRole("tab", { name: "Call sites" }).click();
     const [ma, mb] = [page.getByTestId("map-a"), page.getByTestId("map-b")];
+    await expect(ma.getByTestId("segment-map")).toHaveAttribute("data-event", "snapshot");
+    await expect(mb.getByTestId("segment-map")).toHaveAttribute("data-event", "snapshot");
     const top = report.compare.callSites[0];
     const button = page.getByTestId("diff-sites").locator(`button[data-site="${top.site}"]`);
     await button.click();
@@ -189,6 +264,30 @@ test.describe("compare", () => {
     await waitIdle(page);
     expect(await lit(ma)).toBeGreaterThan(0);
     expect(await lit(mb)).toBeGreaterThan(0);
+
+    // Back to the peaks: the list is compare.atPeaks's, and each map moves to its file's peak (Python's
+    // peak event), so a site's blocks light up where they are live at the peak.
+    await compareAt(page, "peaks");
+    await expect(ma.getByTestId("segment-map")).toHaveAttribute("data-event", String(pyA.peakEvent));
+    await expect(mb.getByTestId("segment-map")).toHaveAttribute("data-event", String(pyB.peakEvent));
+    const peakSites = report.compare.atPeaks.callSites;
+    const shown = page.getByTestId("diff-sites").locator("button[data-site]");
+    await expect(shown).toHaveCount(peakSites.length);
+    // A line only B holds at its peak (Python: live there in B, not in A).
+    const onlyB = peakSites.find((s: any) => pyB.ownLines[s.site] > 0 && !(s.site in pyA.ownLines));
+    expect(onlyB, "a line only B holds at its peak").toBeTruthy();
+    await page.getByTestId("diff-sites").locator(`button[data-site="${onlyB.site}"]`).click();
+    await waitIdle(page);
+    expect(await lit(mb)).toBeGreaterThan(0);
+    expect(await lit(ma)).toBe(0);
+    // A line both hold at their peaks (Python), whose bytes changed: lit on both sides.
+    const both = peakSites.find((s: any) => pyA.ownLines[s.site] > 0 && pyB.ownLines[s.site] > 0);
+    expect(both, "a line both files hold at their peaks").toBeTruthy();
+    expect(both.deltaBytes).toBe(pyB.ownLines[both.site] - pyA.ownLines[both.site]);
+    await page.getByTestId("diff-sites").locator(`button[data-site="${both.site}"]`).click();
+    await waitIdle(page);
+    expect(await lit(ma)).toBeGreaterThan(0);
+    expect(await lit(mb)).toBeGreaterThan(0);
     expect(errors).toEqual([]);
   });
 
@@ -206,7 +305,9 @@ test.describe("compare", () => {
     await expect(page.locator("body")).toHaveAttribute("data-mode", "compare");
     await expect(page.getByTestId("column-a").getByTestId("column-file")).toHaveText(OLD);
     await expect(page.getByTestId("column-b").getByTestId("column-file")).toHaveText(NEW);
-    await expectDiffEqualsCli(page, report);
+    await expectDiffEqualsCli(page, report, "peaks");
+    await compareAt(page, "snapshots");
+    await expectDiffEqualsCli(page, report, "snapshots");
     const [pyOld, pyNew] = [pyTotals(real(OLD)), pyTotals(real(NEW))];
     await expectDiffEqualsPython(page, pyOld, pyNew);
     // B's devices are its own to choose.
@@ -216,13 +317,36 @@ test.describe("compare", () => {
     await page.getByTestId("swap").click();
     await waitIdle(page);
     await expect(page.getByTestId("column-a").getByTestId("column-file")).toHaveText(NEW);
-    await expectDiffEqualsCli(page, swapped);
+    await expectDiffEqualsCli(page, swapped, "snapshots");
     await expectDiffEqualsPython(page, pyNew, pyOld);
+    await compareAt(page, "peaks");
+    await expectDiffEqualsCli(page, swapped, "peaks");
     // Dropping one file on the left half opens it alone again.
     await dropFiles(page, [real(OLD)]);
     await waitIdle(page);
     await expect(page.locator("body")).toHaveAttribute("data-mode", "single");
     await expect(page.getByTestId("summary-file")).toHaveText(OLD);
+    expect(errors).toEqual([]);
+  });
+
+  test("a file without a trace: the snapshots are compared, and the page says why", async ({ page }) => {
+    const errors = watchConsole(page);
+    const NONE = "Muduard__LayoutEditing__memory_snapshot.pkl"; // a bare list of segments: no trace, no peak
+    const report = cli(["report", real(TRAINING), "--compare", real(NONE), "--json"]).json;
+    expect(report.compare.atPeaks).toBeNull();
+    await page.goto("./");
+    await dropFiles(page, [real(TRAINING), real(NONE)]);
+    await waitIdle(page);
+    const group = page.getByRole("radiogroup", { name: "Compare at" });
+    await expect(group.getByRole("radio", { name: "Peaks" })).toBeDisabled();
+    await expect(group.getByRole("radio", { name: "Snapshots" })).toBeChecked();
+    await expect(page.getByTestId("compare-at-reason")).toHaveText(
+      "B has no trace to replay: snapshots compared",
+    );
+    await expect(page.getByTestId("compare-at-reason")).toHaveAttribute("title", /its peak is unknown/);
+    await expect(page.getByTestId("compare-at-reason")).toBeInViewport({ ratio: 1 });
+    await expectDiffEqualsCli(page, report, "snapshots");
+    await expectDiffEqualsPython(page, pyTotals(real(TRAINING)), pyTotals(real(NONE)));
     expect(errors).toEqual([]);
   });
 
@@ -266,7 +390,10 @@ test.describe("compare", () => {
     await page.getByTestId("compare-input").setInputFiles([B, `${B}.counters.json`]);
     await waitIdle(page);
     await expect(page.locator("body")).toHaveAttribute("data-mode", "compare");
-    await expectDiffEqualsCli(page, report);
+    await expectDiffEqualsCli(page, report, "peaks");
+    await expectPeaksEqualTruth(page, A, B);
+    await compareAt(page, "snapshots");
+    await expectDiffEqualsCli(page, report, "snapshots");
     await expectDiffEqualsTruth(page, A, B);
     // Each side honours its own sidecar.
     const a = page.getByTestId("column-a");
@@ -300,11 +427,36 @@ test.describe("compare", () => {
     await expect(a.getByTestId("column-file")).toHaveText("linux-step3.pickle");
     await expect(a.getByTestId("column-counters")).toHaveText("linux-step3.pickle.counters.json");
     await expect(b.getByTestId("column-counters")).toHaveText("windows-mid.pickle.counters.json");
-    await expectDiffEqualsCli(page, report);
+    await compareAt(page, "snapshots");
+    await expectDiffEqualsCli(page, report, "snapshots");
     await expectDiffEqualsTruth(page, A, B);
+    await compareAt(page, "peaks");
+    await expectDiffEqualsCli(page, report, "peaks");
+    await expectPeaksEqualTruth(page, A, B);
     expect(errors).toEqual([]);
   });
 });
+
+/**
+ * At the peaks, against the generator's truth of both files (its simulation's peak: bytes and categories):
+ * the verdict's delta, the peak row, each category's B − A.
+ */
+async function expectPeaksEqualTruth(page: Page, fileA: string, fileB: string) {
+  const [ta, tb] = [fileA, fileB].map((f) => JSON.parse(readFileSync(`${f}.truth.json`, "utf8")));
+  await expect(page.getByTestId("verdict")).toHaveAttribute("data-moment", "peaks");
+  expect(Number(await page.getByTestId("verdict").getAttribute("data-delta"))).toBe(
+    tb.peak.allocatedBytes - ta.peak.allocatedBytes,
+  );
+  const row = page.getByTestId("diff").getByTestId("diff-total-peak");
+  expect(Number(await row.getAttribute("data-a"))).toBe(ta.peak.allocatedBytes);
+  expect(Number(await row.getAttribute("data-b"))).toBe(tb.peak.allocatedBytes);
+  const rows = page.getByTestId("diff").getByTestId("diff-categories").locator("tr[data-category]");
+  for (const row of await rows.all()) {
+    const name = (await row.getAttribute("data-category")) as string;
+    const delta = (tb.peak.categories[name] ?? 0) - (ta.peak.categories[name] ?? 0);
+    expect(Number(await row.getAttribute("data-delta")), `category ${name} at the peaks (truth)`).toBe(delta);
+  }
+}
 
 interface TruthSite {
   site: string | null;

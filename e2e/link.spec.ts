@@ -149,7 +149,8 @@ test.describe("links", () => {
     );
     await waitIdle(page);
     await expect(page.locator("body")).toHaveAttribute("data-mode", "compare");
-    await expect(page.getByTestId("verdict")).toHaveText(report.compare.verdict);
+    // Peaks compared by default (both files have a trace): the CLI's compare.atPeaks.
+    await expect(page.getByTestId("verdict")).toHaveText(report.compare.atPeaks.verdict);
 
     // A server that does not allow this origin (no CORS header), and a missing file.
     await page.goto(`./#v=1&src=${encodeURIComponent(`${srv.url}/nocors/${SMALL}`)}`);
@@ -373,7 +374,8 @@ test.describe("links", () => {
     await waitIdle(other);
     await expect(other.getByTestId("column-a").getByTestId("column-file")).toHaveText(INFERENCE);
     await expect(other.locator('[data-testid=notice][data-topic=match][data-kind="ok"]')).toHaveCount(2);
-    await expect(other.getByTestId("verdict")).toHaveText(report.compare.verdict);
+    // Peaks compared by default (both files have a trace): the CLI's compare.atPeaks.
+    await expect(other.getByTestId("verdict")).toHaveText(report.compare.atPeaks.verdict);
     await expect(other.getByTestId("link-toggle")).toBeChecked();
     expect(errors).toEqual([]);
   });

@@ -92,7 +92,8 @@ test.describe("peakscope view", () => {
     await page.goto(url);
     await waitIdle(page);
     await expect(page.locator("body")).toHaveAttribute("data-mode", "compare");
-    await expect(page.getByTestId("verdict")).toHaveText(report.compare.verdict);
+    // Peaks compared by default (both files have a trace): the CLI's compare.atPeaks.
+    await expect(page.getByTestId("verdict")).toHaveText(report.compare.atPeaks.verdict);
     expect(errors).toEqual([]);
   });
 });

@@ -238,6 +238,10 @@ describe("report --html on the generator's known run", () => {
     expect(value(html, "verdict")).toBe(json.compare.totalDeltaBytes);
     for (const [name, n] of Object.entries(json.compare.categories))
       expect(value(html, `delta-${name}`)).toBe(n);
+    // At the peaks too: the same numbers as compare.atPeaks.
+    expect(value(html, "verdict-peaks")).toBe(json.compare.atPeaks.totalDeltaBytes);
+    for (const [name, n] of Object.entries(json.compare.atPeaks.categories))
+      expect(value(html, `peak-delta-${name}`)).toBe(n);
   });
 });
 

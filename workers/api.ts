@@ -482,7 +482,8 @@ export interface PeakscopeApi extends TimelineLayersApi {
 export interface CompareAnswer {
   /**
    * `buildReport(A, { other: B, counters: A's sidecar, otherCounters: B's sidecar }).compare`: exactly the
-   * `compare` section of `peakscope report A --compare B --json` (other − base = B − A).
+   * `compare` section of `peakscope report A --compare B --json` (other − base = B − A): the snapshots, and
+   * `compare.atPeaks` each file at its peak (null when either has no trace to replay).
    */
   compare: CompareJson;
   baseFile: string;

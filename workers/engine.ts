@@ -308,6 +308,16 @@ export class Engine {
     return d;
   }
 
+  /** The replay of every device with trace entries, by device (prepared on first use). */
+  replays(): Map<number, Replay> {
+    const model = this.requireModel();
+    const replays = new Map<number, Replay>();
+    for (let t = 0; t < model.traces.length; t++) {
+      if (model.traces[t].length > 0) replays.set(t, this.device(t).replay);
+    }
+    return replays;
+  }
+
   panel(device: number): PanelAnswer {
     const model = this.requireModel();
     const names = this.categoryNames();
@@ -319,11 +329,9 @@ export class Engine {
       errors.push(`The trace of device ${device} could not be replayed: ${message(e)}`);
     }
     let replayReport = null;
-    const replays = new Map<number, Replay>();
+    let replays = new Map<number, Replay>();
     try {
-      for (let t = 0; t < model.traces.length; t++) {
-        if (model.traces[t].length > 0) replays.set(t, this.device(t).replay);
-      }
+      replays = this.replays();
       replayReport = buildReplayReport(model, this.attribution, this.counters, replays);
     } catch (e) {
       errors.push(`The peak could not be computed: ${message(e)}`);

@@ -307,9 +307,13 @@ function sitesSection(r: ReportJson): string {
 function compareSection(r: ReportJson): string {
   const c = r.compare;
   if (!c) return "";
+  const p = c.atPeaks;
+  // Each row: the snapshots' delta, then (when both files have a peak) the peaks'.
+  const cell = (testId: string, v: number) =>
+    `<td class="n" data-testid="${testId}" data-value="${v}" title="${exactBytesShort(v)}">${formatDeltaMiB(v)}</td>`;
   const cats = CATEGORY_NAMES.map(
     (n) =>
-      `<tr data-testid="delta-${esc(n)}" data-value="${c.categories[n] ?? 0}"><td>${swatch(n)}${esc(n)}</td><td class="n" title="${exactBytesShort(c.categories[n] ?? 0)}">${formatDeltaMiB(c.categories[n] ?? 0)}</td></tr>`,
+      `<tr data-testid="delta-${esc(n)}" data-value="${c.categories[n] ?? 0}"><td>${swatch(n)}${esc(n)}</td><td class="n" title="${exactBytesShort(c.categories[n] ?? 0)}">${formatDeltaMiB(c.categories[n] ?? 0)}</td>${p ? cell(`peak-delta-${esc(n)}`, p.categories[n] ?? 0) : ""}</tr>`,
   );
   const sites = c.callSites.map(
     (s) =>
@@ -317,8 +321,11 @@ function compareSection(r: ReportJson): string {
   );
   return [
     `<section id="compare"><h2>Compared with <span class="file">${esc(c.otherFile)}</span></h2>`,
-    `<p data-testid="verdict" data-value="${c.totalDeltaBytes}"><b>${esc(c.verdict)}</b></p>`,
-    `<table><thead><tr><th>category</th><th class="n">${esc(c.otherFile)} − this file</th></tr></thead><tbody>${cats.join("")}</tbody></table>`,
+    `<p data-testid="verdict" data-value="${c.totalDeltaBytes}"><b>${esc(c.verdict)}</b> <span class="muted">(at the snapshots)</span></p>`,
+    p
+      ? `<p data-testid="verdict-peaks" data-value="${p.totalDeltaBytes}"><b>${esc(p.verdict)}</b> <span class="muted">(at the peaks: this file after event ${p.basePeak.eventIndex} of device ${p.basePeak.device}, the other after event ${p.otherPeak.eventIndex} of device ${p.otherPeak.device})</span></p>`
+      : `<p class="muted">Not compared at the peaks: a file has no trace to replay.</p>`,
+    `<table><thead><tr><th>category</th><th class="n">${esc(c.otherFile)} − this file, at the snapshots</th>${p ? '<th class="n">at the peaks</th>' : ""}</tr></thead><tbody>${cats.join("")}</tbody></table>`,
     sites.length > 0
       ? `<h3>Call-site deltas</h3><table><thead><tr><th class="n">delta</th><th>category</th><th>call site</th></tr></thead><tbody>${sites.join("")}</tbody></table>`
       : "",

@@ -1,5 +1,6 @@
-// Compare two snapshots: per-category and per-call-site deltas (other − base, over active_allocated blocks,
-// the bytes that make up allocated_size), largest first, and a one-line verdict. Call sites are matched on
+// Compare two snapshots (or two sets of live allocations: peaks.ts compares the peaks): per-category and
+// per-call-site deltas (other − base, over active_allocated blocks, the bytes that make up allocated_size),
+// largest first, and a one-line verdict. Call sites are matched on
 // the site's portable key (file:line:function with install prefixes and path separators removed), so the
 // same line matches across machines, venvs and operating systems.
 
@@ -69,33 +70,63 @@ export interface Tally {
   labels: Map<string, string>;
 }
 
-/** Per block size: active unknown blocks, parameter blocks, and the parameters' site keys. */
-function sizeCounts(side: CompareSide, unknown: number, params: number) {
+/**
+ * What a comparison reads of one side: its live allocations — a snapshot's active_allocated blocks, or
+ * the allocations alive at a replayed event (peaks.ts) — each as rounded bytes, category id
+ * (CATEGORY_NAMES) and call site. One walk serves the matching (MATCH_RULE) and the tally alike.
+ */
+export interface LiveSet {
+  forEach(visit: (sizeBytes: number, category: number, site: LiveSite) => void): void;
+}
+
+/** A call site as a comparison keys it: the portable key (matched across files) and its display label. */
+export interface LiveSite {
+  portableKey: string;
+  label: string;
+}
+
+/** A snapshot's active_allocated blocks (the bytes of allocated_size), every device. */
+export function snapshotLive(side: CompareSide): LiveSet {
   const { model, attribution: a } = side;
+  return {
+    forEach(visit) {
+      for (let b = 0; b < model.blocks.length; b++) {
+        if (model.blocks.state[b] !== BlockState.active_allocated) continue;
+        visit(model.blocks.sizeBytes[b], a.blockCategory[b], a.sites[a.blockSite[b]]);
+      }
+    },
+  };
+}
+
+const UNKNOWN = CATEGORY_NAMES.indexOf("unknown");
+const PARAMETERS = CATEGORY_NAMES.indexOf("parameters");
+
+/** Per block size: live unknown blocks, parameter blocks, and the parameters' site keys. */
+function sizeCounts(live: LiveSet) {
   const u = new Map<number, number>();
   const p = new Map<number, number>();
   const pSites = new Map<number, Set<string>>();
-  for (let b = 0; b < model.blocks.length; b++) {
-    if (model.blocks.state[b] !== BlockState.active_allocated) continue;
-    const size = model.blocks.sizeBytes[b];
-    const c = a.blockCategory[b];
-    if (c === unknown) u.set(size, (u.get(size) ?? 0) + 1);
-    else if (c === params) {
+  live.forEach((size, c, site) => {
+    if (c === UNKNOWN) u.set(size, (u.get(size) ?? 0) + 1);
+    else if (c === PARAMETERS) {
       p.set(size, (p.get(size) ?? 0) + 1);
       let set = pSites.get(size);
       if (!set) pSites.set(size, (set = new Set()));
-      set.add(a.sites[a.blockSite[b]].portableKey);
+      set.add(site.portableKey);
     }
-  }
+  });
   return { u, p, pSites };
 }
 
-/** The matches of MATCH_RULE, both ways. */
+/** The matches of MATCH_RULE, both ways, between two snapshots. */
 export function matchUnknownToParameters(base: CompareSide, other: CompareSide): UnknownMatch[] {
-  const unknown = CATEGORY_NAMES.indexOf("unknown");
-  const params = CATEGORY_NAMES.indexOf("parameters");
-  const A = sizeCounts(base, unknown, params);
-  const B = sizeCounts(other, unknown, params);
+  return matchLive(snapshotLive(base), snapshotLive(other));
+}
+
+/** The matches of MATCH_RULE, both ways, between two sets of live allocations. */
+export function matchLive(base: LiveSet, other: LiveSet): UnknownMatch[] {
+  const A = sizeCounts(base);
+  const B = sizeCounts(other);
   const out: UnknownMatch[] = [];
   const one = (side: UnknownMatch["side"], me: typeof A, them: typeof A) => {
     for (const [size, n] of me.u) {
@@ -116,35 +147,34 @@ export function matchUnknownToParameters(base: CompareSide, other: CompareSide):
   return out.sort((x, y) => (x.side < y.side ? -1 : x.side > y.side ? 1 : y.bytes - x.bytes));
 }
 
-function tally(side: CompareSide, matched: Map<number, string | null> = new Map()): Tally {
-  const { model, attribution: a } = side;
-  const unknown = CATEGORY_NAMES.indexOf("unknown");
-  const params = CATEGORY_NAMES.indexOf("parameters");
+function tally(live: LiveSet, matched: Map<number, string | null> = new Map()): Tally {
   const categories = new Array(CATEGORY_NAMES.length).fill(0);
   const siteCat = new Map<string, number>();
   const labels = new Map<string, string>();
-  for (let b = 0; b < model.blocks.length; b++) {
-    if (model.blocks.state[b] !== BlockState.active_allocated) continue;
-    const size = model.blocks.sizeBytes[b];
-    let c = a.blockCategory[b];
-    const site = a.sites[a.blockSite[b]];
+  live.forEach((size, category, site) => {
+    let c = category;
     let key = site.portableKey;
-    const match = c === unknown ? matched.get(size) : undefined;
+    const match = c === UNKNOWN ? matched.get(size) : undefined;
     if (match !== undefined) {
       // matched to the other file's parameters (MATCH_RULE): their category, and their site when one
-      c = params;
+      c = PARAMETERS;
       if (match !== null) key = match;
     }
     categories[c] += size;
     const k = `${key}\u0000${c}`;
     siteCat.set(k, (siteCat.get(k) ?? 0) + size);
     if (!labels.has(key)) labels.set(key, key === site.portableKey ? site.label : key);
-  }
+  });
   return { categories, siteCat, labels };
 }
 
 export function compareSnapshots(base: CompareSide, other: CompareSide, maxSites = 20): Comparison {
-  const matched = matchUnknownToParameters(base, other);
+  return compareLive(snapshotLive(base), snapshotLive(other), maxSites);
+}
+
+/** Two sets of live allocations compared (other − base), unknown blocks matched first (MATCH_RULE). */
+export function compareLive(base: LiveSet, other: LiveSet, maxSites = 20): Comparison {
+  const matched = matchLive(base, other);
   const bySide = (side: UnknownMatch["side"]) =>
     new Map(matched.filter((m) => m.side === side).map((m) => [m.sizeBytes, m.site]));
   const a = tally(base, bySide("base"));

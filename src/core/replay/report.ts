@@ -221,7 +221,23 @@ function snapshotAllocated(model: SnapshotModel, device: number): number {
   return sum;
 }
 
-function countersPeak(counters: CountersSidecar | null): number | null {
+/**
+ * The replay the file's peak is about: the counters' device (null when that device has no trace), else the
+ * device with the highest replayed peak; null when nothing was replayed.
+ */
+export function peakReplayOf(replays: Map<number, Replay>, counters: CountersSidecar | null): Replay | null {
+  const countersDevice = counters?.device ?? null;
+  if (countersDevice !== null) return replays.get(countersDevice) ?? null;
+  let chosen: Replay | null = null;
+  for (const r of [...replays.values()].sort((a, b) => a.device - b.device)) {
+    if (r.peakEvent === null) continue;
+    if (!chosen || r.peakAllocatedBytes > chosen.peakAllocatedBytes) chosen = r;
+  }
+  return chosen;
+}
+
+/** max_memory_allocated from the counters sidecar (or its memory_stats), null when not given. */
+export function countersPeak(counters: CountersSidecar | null): number | null {
   if (!counters) return null;
   if (counters.maxMemoryAllocatedBytes !== null && Number.isFinite(counters.maxMemoryAllocatedBytes)) {
     return counters.maxMemoryAllocatedBytes;
@@ -299,17 +315,8 @@ export function replayReport(
   const top = opts.topCallSites ?? 10;
   const list = [...replays.values()].sort((a, b) => a.device - b.device);
 
-  // Which device the peak is about: the counters' device, else the highest replayed peak.
-  // (counters name one device: compare with that device's replay, or with nothing when it has no trace)
-  let chosen: Replay | null = null;
+  const chosen = peakReplayOf(replays, counters);
   const countersDevice = counters?.device ?? null;
-  if (countersDevice !== null) chosen = replays.get(countersDevice) ?? null;
-  else {
-    for (const r of list) {
-      if (r.peakEvent === null) continue;
-      if (!chosen || r.peakAllocatedBytes > chosen.peakAllocatedBytes) chosen = r;
-    }
-  }
   const cPeak = countersPeak(counters);
   let windowPeak: PeakReport["windowPeak"] = null;
   if (chosen && chosen.peakEvent !== null) {

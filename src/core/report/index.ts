@@ -4,7 +4,8 @@
 import { type Attribution, attribute, UNKNOWN_REASONS } from "../attribution";
 import { CATEGORY_NAMES } from "../attribution/rules";
 import { type CheckResult, type PeakInfo, runChecks } from "../checks";
-import { compareSnapshots, type SiteDelta, type UnknownMatch } from "../compare";
+import { type Comparison, compareSnapshots, type SiteDelta, type UnknownMatch } from "../compare";
+import { comparePeaks, type PeakMoment, peakSide } from "../compare/peaks";
 import { type HostJson, hostSummary } from "../host";
 import { shapeNotes } from "../model/shape-notes";
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
@@ -70,7 +71,8 @@ export interface CallSiteJson {
   forwardSite?: string;
 }
 
-export interface CompareJson {
+/** other − this over a set of live blocks: the snapshots' (CompareJson itself) or the peaks' (atPeaks). */
+export interface ComparisonJson {
   /** other − this, per category. */
   categories: Record<string, number>;
   /** Unknown blocks counted as the other file's parameters (compare MATCH_RULE), per side and size. */
@@ -80,9 +82,24 @@ export interface CompareJson {
   callSites: { site: string; deltaBytes: number; label: string; category: string }[];
   verdict: string;
   totalDeltaBytes: number;
+}
+
+/** The two files compared at their peaks, and the moment of each (its peak's device, event and bytes). */
+export interface PeaksCompareJson extends ComparisonJson {
+  basePeak: PeakMoment;
+  otherPeak: PeakMoment;
+}
+
+/** The snapshots compared (the live blocks of each, every device), and the same at the peaks. */
+export interface CompareJson extends ComparisonJson {
   otherFile: string;
   otherTotals: TotalsJson;
   otherChecks: CheckJson[];
+  /**
+   * The same comparison at each file's peak (the allocations alive at its peak's event, on the device the
+   * report's peak is about); null when either file has no trace to replay.
+   */
+  atPeaks: PeaksCompareJson | null;
 }
 
 export interface ReportJson {
@@ -138,6 +155,8 @@ export interface ReportOptions {
   replay?: ReplayReport | false;
   /** The replays `replay` was computed from (for `summary`); made here when `replay` is not given. */
   replays?: Map<number, Replay>;
+  /** The replays of `other`, by device (the comparison at the peaks); made here when not given. */
+  otherReplays?: Map<number, Replay>;
   /** Reuse an attribution already computed for `model` / `other`. */
   attribution?: Attribution;
   otherAttribution?: Attribution;
@@ -342,6 +361,23 @@ function timelineWithDevices(model: SnapshotModel, t: ReplayReport["timeline"]):
   return { ...t, devices: t.devices.map((d) => ({ ...d, ...deviceOf(model, d.device) })) };
 }
 
+function comparisonJson(c: Comparison): ComparisonJson {
+  return {
+    categories: c.categories,
+    matched: c.matched,
+    matchedBytes: c.matchedBytes,
+    matchRule: c.matchRule,
+    callSites: c.callSites.map((s: SiteDelta) => ({
+      site: s.site,
+      deltaBytes: s.deltaBytes,
+      label: s.label,
+      category: s.category,
+    })),
+    verdict: c.verdict,
+    totalDeltaBytes: c.totalDeltaBytes,
+  };
+}
+
 /** Builds the report object (pure: no I/O). */
 export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): ReportJson {
   const a = opts.attribution ?? attribute(model);
@@ -389,22 +425,17 @@ export function buildReport(model: SnapshotModel, opts: ReportOptions = {}): Rep
     const oa = opts.otherAttribution ?? attribute(opts.other);
     const c = compareSnapshots({ model, attribution: a }, { model: opts.other, attribution: oa });
     const ot = computeTotals(opts.other, oa);
+    const baseReplays = replays ?? prepareReplays(model, replayInputs(a));
+    const otherReplays = opts.otherReplays ?? prepareReplays(opts.other, replayInputs(oa));
+    const pa = peakSide(baseReplays, a, counters);
+    const pb = peakSide(otherReplays, oa, opts.otherCounters ?? null);
+    const p = pa && pb ? comparePeaks(pa, pb) : null;
     compare = {
-      categories: c.categories,
-      matched: c.matched,
-      matchedBytes: c.matchedBytes,
-      matchRule: c.matchRule,
-      callSites: c.callSites.map((s: SiteDelta) => ({
-        site: s.site,
-        deltaBytes: s.deltaBytes,
-        label: s.label,
-        category: s.category,
-      })),
-      verdict: c.verdict,
-      totalDeltaBytes: c.totalDeltaBytes,
+      ...comparisonJson(c),
       otherFile: opts.other.source.fileName,
       otherTotals: totalsJson(ot.overall),
       otherChecks: runChecks(opts.other, { counters: opts.otherCounters ?? null }).map(checkJson),
+      atPeaks: p ? { ...comparisonJson(p), basePeak: p.basePeak, otherPeak: p.otherPeak } : null,
     };
   }
 

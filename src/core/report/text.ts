@@ -164,6 +164,27 @@ export function renderReportText(r: ReportJson): string {
         );
       }
     }
+    const p = c.atPeaks;
+    if (p) {
+      const at = (file: string, m: typeof p.basePeak) =>
+        `    ${file}: ${formatMiB(m.allocatedBytes)} after event ${m.eventIndex} of device ${m.device}${m.isRunPeak ? "" : " (the recorded window's peak)"}`;
+      out.push(
+        "",
+        "  at the peaks (what each held at its highest allocated moment)",
+        at(r.file, p.basePeak),
+        at(c.otherFile, p.otherPeak),
+        `  ${p.verdict}`,
+      );
+      for (const name of CATEGORY_NAMES)
+        if (p.categories[name] !== 0)
+          out.push(`    ${name.padEnd(16)}${formatDeltaMiB(p.categories[name]).padStart(14)}`);
+      for (const s of p.callSites.slice(0, 5)) {
+        out.push(
+          `    ${formatDeltaMiB(s.deltaBytes).padStart(14)}  ${s.category.padEnd(16)} ${s.label}  [${s.site}]`,
+        );
+      }
+    } else
+      out.push("", "  at the peaks: not compared (a file has no trace to replay, so its peak is unknown)");
     out.push("", `  checks of ${c.otherFile}`);
     for (const k of c.otherChecks) out.push(`    ${STATUS[k.status]} ${k.id.padEnd(18)} ${k.detail}`);
   }

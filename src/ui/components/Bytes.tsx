@@ -2,9 +2,25 @@
 
 import { exactBytes, formatBytes, formatBytesSigned } from "../format";
 
-export function Bytes({ value, signed, testId }: { value: number; signed?: boolean; testId?: string }) {
+/** `note`: what the number is (which moment, which file), added to the exact bytes on hover. */
+export function Bytes({
+  value,
+  signed,
+  testId,
+  note,
+}: {
+  value: number;
+  signed?: boolean;
+  testId?: string;
+  note?: string;
+}) {
   return (
-    <span className="bytes" title={exactBytes(value)} data-bytes={value} data-testid={testId}>
+    <span
+      className="bytes"
+      title={note ? `${exactBytes(value)} — ${note}` : exactBytes(value)}
+      data-bytes={value}
+      data-testid={testId}
+    >
       {signed ? formatBytesSigned(value) : formatBytes(value)}
     </span>
   );
