@@ -60,3 +60,20 @@ describe("first picture gate", () => {
     expect(await settled(second)).toBe(true);
   });
 });
+
+describe("first picture gate: pictures asked together", () => {
+  afterEach(() => vi.useRealTimers());
+  it("a picture's answer opens it a moment later (the sibling picture goes first), not at once", async () => {
+    vi.useFakeTimers();
+    const g = new FirstPicture();
+    g.closeGate();
+    const waiting = g.wait();
+    g.panelSent(true);
+    g.openGateSoon();
+    expect(await settled(waiting)).toBe(false);
+    await vi.advanceTimersByTimeAsync(59);
+    expect(await settled(waiting)).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await settled(waiting)).toBe(true);
+  });
+});

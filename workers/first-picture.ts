@@ -7,6 +7,11 @@
 
 /** How long after the panel's answer secondary answers wait at most for the timeline's request. */
 const AFTER_PANEL_MS = 400;
+/**
+ * How long after a picture's answer the gate stays closed: the strip's and the overview's requests leave
+ * the page together, and a message from the page is not always handled before the worker's own timers.
+ */
+const SIBLING_PICTURES_MS = 60;
 
 export class FirstPicture {
   private gate: Promise<void> = Promise.resolve();
@@ -34,6 +39,13 @@ export class FirstPicture {
     this.timer = null;
     this.release?.();
     this.release = null;
+  }
+
+  /** A picture went out: open the gate once the pictures asked with it have been answered too. */
+  openGateSoon(): void {
+    if (!this.release) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.openGate(), SIBLING_PICTURES_MS);
   }
 
   /** Resolves when secondary answers may be computed. */

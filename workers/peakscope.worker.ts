@@ -21,6 +21,9 @@ import { treeApi, treeDiffApi } from "./tree-api";
 import { cancelWarmUp, warmUp } from "./warm-up";
 import { whatIfCurve, whatIfOne, whatIfSpecs, whatIfSuggest } from "./whatif";
 
+/** A timeline query of at least this many buckets draws a picture (the Summary's lookups ask for one). */
+const PICTURE_BUCKETS = 16;
+
 function sideApi(engine: Engine): PeakscopeApi {
   const picture = new FirstPicture();
   /** A secondary answer: computed once the first picture has gone out (workers/first-picture.ts). */
@@ -65,7 +68,11 @@ function sideApi(engine: Engine): PeakscopeApi {
     setCounters: async (text, name) => engine.setCounters(text, name),
     timeline: async (q) => {
       const a = engine.timeline(q);
-      picture.openGate();
+      // a picture (the strip or its overview), not a one-bucket lookup of the moment's facts; the gate
+      // opens a moment later: opened now, the waiting answers would run in the microtasks before comlink
+      // posts this one, and the strip's and the overview's requests come together (the second one would
+      // wait behind them all)
+      if (q.buckets >= PICTURE_BUCKETS) picture.openGateSoon();
       return Comlink.transfer(a, [
         a.allocMin.buffer,
         a.allocMax.buffer,
