@@ -10,7 +10,13 @@ import { ModelBuilder } from "../../model/builder";
 import { EMPTY_STACK, type SnapshotModel, type SourceDevice } from "../../model/types";
 import { SnapshotReadError } from "../errors";
 import { ChromeTraceScanner } from "./json-events";
-import { decideSpanCategories, type SpanFacts } from "./span-categories";
+import {
+  decideSpanCategories,
+  FACT_ACCUMULATE_GRAD,
+  FACT_BACKWARD,
+  FACT_PYTHON,
+  type SpanFacts,
+} from "./span-categories";
 import { containsText, EventFields, Kind, readEventFields, readMemoryArgs } from "./trace-event-bytes";
 
 /** c10::DeviceType → our name. */
@@ -498,7 +504,11 @@ function buildModel(c: Collected): SnapshotModel {
   const n = mem.length;
   const mTs = mem.cols[M_TS];
   // events in time order (file order among equal times)
-  const order = Int32Array.from({ length: n }, (_, i) => i).sort((a, b) => mTs[a] - mTs[b] || a - b);
+  const order = Int32Array.from({ length: n }, (_, i) => i);
+  // most files write them in time order already: sort only when they are not (the sort is stable)
+  let inOrder = true;
+  for (let i = 1; i < n && inOrder; i++) if (mTs[i] < mTs[i - 1]) inOrder = false;
+  if (!inOrder) order.sort((a, b) => mTs[a] - mTs[b] || a - b);
 
   // spans of the threads that allocated, per thread, sorted by start then longest first
   const memThreads = new Set<number>();
@@ -518,7 +528,8 @@ function buildModel(c: Collected): SnapshotModel {
   // per memory event: the open spans (innermost first) → frames and facts
   const b = new ModelBuilder();
   const stackOf = new Int32Array(n);
-  const facts: SpanFacts[] = new Array(n);
+  const factFlags = new Uint8Array(n);
+  const stepEnd = new Float64Array(n).fill(Number.NaN);
   const pyCat = strings.indexOf("python_function");
   const byThread = new Map<number, number[]>();
   for (const i of order) {
@@ -531,42 +542,39 @@ function buildModel(c: Collected): SnapshotModel {
   /** The frame of each (name, category) pair (-2: a python_function name that is not a frame). */
   const frameOfName = new Map<number, number>();
   const nameFlags = new Uint8Array(strings.length);
-  /** The frames and facts of the spans open[0..top] that contain t, innermost first (at most 256 frames). */
-  const walk = (open: number[], top: number, t: number): { stack: number; facts: SpanFacts } => {
+  /** What the last walk found besides the stack (FACT_* bits, the optimizer step's end). */
+  let walkFlags = 0;
+  let walkStepEnd = Number.NaN;
+  /** The stack of the spans open[0..top] that contain t, innermost first (at most 256 frames). */
+  const walk = (open: number[], top: number, t: number): number => {
     frameIds.length = 0;
-    const f: SpanFacts = {
-      op: null,
-      accumulateGrad: false,
-      inBackward: false,
-      optimizerStepEnd: Number.NaN,
-      hasPython: false,
-    };
+    walkFlags = 0;
+    walkStepEnd = Number.NaN;
     for (let k = top; k >= 0 && frameIds.length < MAX_STACK_FRAMES; k--) {
       const s = open[k];
       // a span that ended before an inner one began is left under it: skip spans that do not contain t
       if (sEnd[s] < t) continue;
-      const name = strings[spans.cols[S_NAME][s]];
+      const nameId = spans.cols[S_NAME][s];
       const cat = spans.cols[S_CAT][s];
       // a span's frame depends only on its name and category: interned once per distinct pair
-      const nameKey = spans.cols[S_NAME][s] * strings.length + cat;
+      const nameKey = nameId * strings.length + cat;
       let frame = frameOfName.get(nameKey);
       if (cat === pyCat) {
         if (frame === undefined) {
-          const py = parsePythonFunction(name);
+          const py = parsePythonFunction(strings[nameId]);
           frame = py ? b.internFrame(py.filename, py.line, py.name) : -2;
           frameOfName.set(nameKey, frame);
         }
         if (frame >= 0) {
           frameIds.push(frame);
-          f.hasPython = true;
+          walkFlags |= FACT_PYTHON;
         }
         continue;
       }
-      if (f.op === null) f.op = name;
       // what the name says, worked out once per distinct name (not per event and enclosing span)
-      const nameId = spans.cols[S_NAME][s];
       let flags = nameFlags[nameId];
       if (flags === 0) {
+        const name = strings[nameId];
         flags =
           NAME_READ |
           (name.includes("AccumulateGrad") ? NAME_ACCUMULATE_GRAD : 0) |
@@ -574,23 +582,16 @@ function buildModel(c: Collected): SnapshotModel {
           (name.startsWith("Optimizer.step#") ? NAME_OPTIMIZER_STEP : 0);
         nameFlags[nameId] = flags;
       }
-      if (flags & NAME_ACCUMULATE_GRAD) f.accumulateGrad = true;
-      if (flags & NAME_BACKWARD) f.inBackward = true;
-      if (flags & NAME_OPTIMIZER_STEP && Number.isNaN(f.optimizerStepEnd)) f.optimizerStepEnd = sEnd[s];
+      if (flags & NAME_ACCUMULATE_GRAD) walkFlags |= FACT_ACCUMULATE_GRAD;
+      if (flags & NAME_BACKWARD) walkFlags |= FACT_BACKWARD;
+      if (flags & NAME_OPTIMIZER_STEP && Number.isNaN(walkStepEnd)) walkStepEnd = sEnd[s];
       if (frame === undefined) {
-        frame = b.internFrame(strings[cat] || "op", 0, name);
+        frame = b.internFrame(strings[cat] || "op", 0, strings[nameId]);
         frameOfName.set(nameKey, frame);
       }
       frameIds.push(frame);
     }
-    return { stack: frameIds.length > 0 ? b.internStack(frameIds) : EMPTY_STACK, facts: f };
-  };
-  const noFacts: SpanFacts = {
-    op: null,
-    accumulateGrad: false,
-    inBackward: false,
-    optimizerStepEnd: Number.NaN,
-    hasPython: false,
+    return frameIds.length > 0 ? b.internStack(frameIds) : EMPTY_STACK;
   };
   for (const [th, events] of byThread) {
     const list = spansByThread.get(th) ?? [];
@@ -601,12 +602,14 @@ function buildModel(c: Collected): SnapshotModel {
     // frame) then cost a lookup, not a walk over their spans. An event under a span that ended earlier
     // (left under an inner one) is walked on its own.
     const minEnd: number[] = [];
-    const known: ({ stack: number; facts: SpanFacts } | null)[] = [];
+    const knownStack: number[] = [];
+    const knownFlags: number[] = [];
+    const knownStepEnd: number[] = [];
     const push = (s: number) => {
       const k = open.length;
       open.push(s);
       minEnd[k] = k > 0 ? Math.min(minEnd[k - 1], sEnd[s]) : sEnd[s];
-      known[k] = null;
+      knownStack[k] = -2;
     };
     let next = 0;
     for (const i of events) {
@@ -618,17 +621,27 @@ function buildModel(c: Collected): SnapshotModel {
       }
       while (open.length > 0 && sEnd[open[open.length - 1]] < t) open.pop();
       const top = open.length - 1;
-      let answer: { stack: number; facts: SpanFacts };
-      if (top < 0) answer = { stack: EMPTY_STACK, facts: noFacts };
-      else if (t <= minEnd[top]) {
-        const hit = known[top];
-        answer = hit ?? walk(open, top, t);
-        if (!hit) known[top] = answer;
-      } else answer = walk(open, top, t);
-      stackOf[i] = answer.stack;
-      facts[i] = answer.facts;
+      if (top < 0) {
+        stackOf[i] = EMPTY_STACK; // flags 0 and step end NaN as filled
+        continue;
+      }
+      if (t <= minEnd[top]) {
+        if (knownStack[top] === -2) {
+          knownStack[top] = walk(open, top, t);
+          knownFlags[top] = walkFlags;
+          knownStepEnd[top] = walkStepEnd;
+        }
+        stackOf[i] = knownStack[top];
+        factFlags[i] = knownFlags[top];
+        stepEnd[i] = knownStepEnd[top];
+      } else {
+        stackOf[i] = walk(open, top, t);
+        factFlags[i] = walkFlags;
+        stepEnd[i] = walkStepEnd;
+      }
     }
   }
+  const facts: SpanFacts = { flags: factFlags, optimizerStepEnd: stepEnd };
 
   const placed = placeDevices(c.deviceList);
   const perDevice: number[][] = placed.devices.map(() => []);
@@ -697,7 +710,7 @@ function emitDevice(
   device: number,
   events: number[],
   stackOf: Int32Array,
-  facts: SpanFacts[],
+  facts: SpanFacts,
   notes: string[],
   dev: SourceDevice,
 ): void {
