@@ -24,10 +24,13 @@ const filesOf = (d: string) =>
     .map((f) => join(d, f));
 
 test.describe("series of dumps", () => {
+  /** A steady run long enough that the Growth table folds its middle rows (GrowthSection's EDGE_ROWS = 20). */
+  const MANY_STEPS = 60;
   test.beforeAll(() => {
     gen(["--leak", "list", "--series", join(dir, "list")]);
     gen(["--leak", "none", "--series", join(dir, "none")]);
     gen(["--leak", "cache", join(dir, "trace-cache.pickle")]);
+    gen(["--leak", "none", "--steps", String(MANY_STEPS), join(dir, "trace-steady-many.pickle")]);
   });
 
   test("a series with a kept list: the growth table names the leak; a site per dump; two dumps compared", async ({
@@ -155,5 +158,27 @@ test.describe("series of dumps", () => {
     await expect(growth.getByTestId("growth-leak")).toContainText("+1.00 MiB");
     await expect(growth.getByTestId("growth-steps").locator("tbody tr")).toHaveCount(8);
     await expect(page.getByTestId("step-bands")).toHaveAttribute("aria-label", /step 1 kept .*step 8/);
+  });
+
+  test("a trace of many steps: the Growth table lists the first and last 20, the bands say how many", async ({
+    page,
+  }) => {
+    await page.goto("/");
+    await dropFiles(page, [join(dir, "trace-steady-many.pickle")]);
+    await waitIdle(page);
+    const growth = page.getByTestId("growth");
+    await expect(growth).toHaveAttribute("data-verdict", "none");
+    const rows = growth.getByTestId("growth-steps").locator("tbody tr");
+    // the generator wrote MANY_STEPS steps: 20 listed, the gap row, 20 listed
+    await expect(rows).toHaveCount(41);
+    await expect(rows.nth(0).locator("td").first()).toHaveText("1");
+    await expect(rows.nth(19).locator("td").first()).toHaveText("20");
+    await expect(growth.getByTestId("growth-steps-gap")).toContainText(`${MANY_STEPS - 40} steps not listed`);
+    await expect(rows.nth(21).locator("td").first()).toHaveText(String(MANY_STEPS - 19));
+    await expect(rows.nth(40).locator("td").first()).toHaveText(String(MANY_STEPS));
+    await expect(page.getByTestId("step-bands")).toHaveAttribute(
+      "aria-label",
+      new RegExp(`^Steps of the trace as bands: ${MANY_STEPS} steps; step 1 kept .*step 24 kept [^,]*, …$`),
+    );
   });
 });
