@@ -435,6 +435,42 @@ test.describe("compare", () => {
     await expectPeaksEqualTruth(page, A, B);
     expect(errors).toEqual([]);
   });
+
+  test("Compare at: Snapshots is kept in the link and restored from it", async ({ page, context }) => {
+    const errors = watchConsole(page);
+    await page.goto("./");
+    await dropFiles(page, [real(INFERENCE), real(TRAINING)]);
+    await waitIdle(page);
+    const linkParams = async (p: Page) => {
+      await p.getByTestId("copy-link").click();
+      const link = await p.getByTestId("link-text").inputValue();
+      await p.keyboard.press("Escape");
+      await expect(p.getByTestId("link-text")).toHaveCount(0);
+      return { link, params: new URLSearchParams(new URL(link).hash.slice(1)) };
+    };
+    // Peaks, the default (both files have a trace): the link does not say it.
+    await expect(page.getByTestId("compare-at-peaks")).toBeChecked();
+    expect((await linkParams(page)).params.get("at")).toBeNull();
+    await compareAt(page, "snapshots");
+    const { link, params } = await linkParams(page);
+    expect(params.get("at")).toBe("snapshots");
+
+    const other = await context.newPage();
+    const otherErrors = watchConsole(other);
+    await other.goto(link);
+    await expect(other.getByTestId("link-file")).toHaveText([INFERENCE, TRAINING]);
+    await dropFiles(other, [real(INFERENCE), real(TRAINING)]);
+    await waitIdle(other);
+    const group = other.getByRole("radiogroup", { name: "Compare at" });
+    await expect(group.getByRole("radio", { name: "Snapshots" })).toBeChecked();
+    await expect(group.getByRole("radio", { name: "Peaks" })).not.toBeChecked();
+    // The verdict is the snapshots' difference: Python's live blocks of B minus those of A.
+    await expectDiffEqualsPython(other, pyTotals(real(INFERENCE)), pyTotals(real(TRAINING)));
+    // The restored page writes the same choice back into its own link.
+    await expect.poll(() => other.evaluate(() => location.hash)).toContain("at=snapshots");
+    expect(errors).toEqual([]);
+    expect(otherErrors).toEqual([]);
+  });
 });
 
 /**

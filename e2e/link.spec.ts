@@ -411,4 +411,42 @@ test.describe("links", () => {
     const paths = requests.filter((r) => r.url.startsWith(baseURL!)).map((r) => new URL(r.url).pathname);
     for (const p of paths) expect(p, p).toMatch(/^\/(|index\.html|assets\/[\w.-]+\.(js|css))$/);
   });
+
+  test("a capacity typed in What if is kept in the link (cap=, in bytes) and restored from it", async ({
+    page,
+    context,
+  }) => {
+    const errors = watchConsole(page);
+    // "20GiB" typed: 20 × 2^30 bytes, computed here.
+    const capacityBytes = 20 * 2 ** 30;
+    await page.goto("./#v=1&src=demo.pickle");
+    await waitIdle(page);
+    await expect.poll(() => page.evaluate(() => location.hash)).not.toContain("cap=");
+    await showTab(page, "What if");
+    await page.getByTestId("whatif-capacity-input").fill("20GiB");
+    await page.getByRole("button", { name: "Check fit" }).click();
+    await waitIdle(page);
+    await expect(page.getByTestId("capacity-line")).toHaveAttribute("data-bytes", String(capacityBytes));
+    await page.getByTestId("copy-link").click();
+    const link = await page.getByTestId("link-text").inputValue();
+    expect(new URLSearchParams(new URL(link).hash.slice(1)).get("cap")).toBe(String(capacityBytes));
+
+    const other = await context.newPage();
+    const otherErrors = watchConsole(other);
+    await other.goto(link);
+    await waitIdle(other);
+    // The timeline's capacity line, the Summary's "does it fit" and What if's capacity: the typed bytes.
+    const line = other.getByTestId("capacity-line");
+    await expect(line).toHaveAttribute("data-bytes", String(capacityBytes));
+    await expect(line).toHaveAttribute("data-source", "option");
+    await showTab(other, "Summary");
+    const fits = other.getByTestId("summary-fits");
+    await expect(fits).toContainText("as typed in What if");
+    await expect(fits.locator(".bytes")).toHaveAttribute("data-bytes", String(capacityBytes));
+    await showTab(other, "What if");
+    await expect(other.getByTestId("whatif-capacity")).toHaveAttribute("data-value", String(capacityBytes));
+    await expect(other.getByTestId("whatif-capacity-input")).toHaveValue(/^20(\.0+)? GiB$/);
+    expect(errors).toEqual([]);
+    expect(otherErrors).toEqual([]);
+  });
 });

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, test } from "@playwright/test";
-import { dropFile, dropFiles, ROOT, real, waitIdle, watchConsole } from "./helpers";
+import { dropFile, dropFiles, ROOT, real, showTab, waitIdle, watchConsole } from "./helpers";
 
 const DIR = process.env.SHOTS_DIR ?? "/tmp/shots";
 const FILES = (process.env.SHOTS_FILES ?? "Constructor-Sun__code_location__memory_snapshot.pickle").split(
@@ -69,6 +69,8 @@ test.describe("screenshots of interactions", () => {
     await page.screenshot({ path: `${DIR}/stacked-hover.png` });
     await page.getByTestId("jump-peak").click();
     await waitIdle(page);
+    // The map is the Segments tab's (issue 21's workspace).
+    await showTab(page, "Segments");
     const m = page.getByTestId("segment-map-canvas");
     await m.scrollIntoViewIfNeeded();
     const mb = (await m.boundingBox())!;
@@ -197,7 +199,8 @@ test.describe("screenshots of inferred categories", () => {
       await waitIdle(page);
       await page.getByTestId("side-panel").screenshot({ path: `${DIR}/inferred-${stem}-panel.png` });
       await page.getByTestId("timeline").screenshot({ path: `${DIR}/inferred-${stem}-timeline.png` });
-      // Hover the map until a block says it was inferred.
+      // Hover the map (the Segments tab's) until a block says it was inferred.
+      await showTab(page, "Segments");
       const m = page.getByTestId("segment-map-canvas");
       const mb = (await m.boundingBox())!;
       const tip = page.getByTestId("map-tooltip");

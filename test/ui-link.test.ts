@@ -56,6 +56,36 @@ describe("link hash", () => {
     expect(parseLink(hash).state.link).toBe(true);
   });
 
+  it("keeps the comparison's Compare at (at=) and each file's typed capacity (cap=, cap2=) in bytes", () => {
+    const capacityBytes = 40 * 2 ** 30;
+    const state: LinkState = {
+      a: { name: "a.pickle", cap: capacityBytes },
+      b: { name: "b.pickle", cap: 80_000_000_000 },
+      link: false,
+      at: "snapshots",
+    };
+    const hash = writeLink(state);
+    const params = new URLSearchParams(hash);
+    expect([params.get("at"), params.get("cap"), params.get("cap2")]).toEqual([
+      "snapshots",
+      "42949672960",
+      "80000000000",
+    ]);
+    expect(parseLink(hash)).toEqual({ state, notices: [], empty: false });
+  });
+
+  it("reads at= only as peaks or snapshots and cap= only as a whole number of bytes ≥ 1", () => {
+    const { state, notices } = parseLink("#v=1&name=a.pickle&at=both&cap=0&cap2=40GB");
+    expect(state.at).toBeUndefined();
+    expect(state.a).toEqual({ name: "a.pickle" });
+    expect(state.b).toBeNull();
+    expect(notices).toEqual([
+      "at=both (expected peaks or snapshots)",
+      "cap=0 (not a whole number of bytes ≥ 1)",
+      "cap2=40GB (not a whole number of bytes ≥ 1)",
+    ]);
+  });
+
   it("ignores bad and unknown parameters with a notice each, keeping the rest", () => {
     const { state, notices } = parseLink(
       "#v=7&src=demo.pickle&device=x&t0=abc&pin=-1&axis=up&view=3d&color=red&hash=zz&foo=1&align=middle&link=yes&device=3",

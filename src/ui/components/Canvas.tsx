@@ -1,6 +1,7 @@
 // One generic canvas: sized to its box in CSS pixels, backed at devicePixelRatio, redrawn on one
-// requestAnimationFrame when its draw function or size changes. Views give it `draw` and handle
-// pointer events themselves (hit-testing in CSS pixels).
+// requestAnimationFrame when its draw function or size changes, or when the theme changes (light/dark
+// follow the system: draw functions read themeColors() when they paint, so a repaint is all they need).
+// Views give it `draw` and handle pointer events themselves (hit-testing in CSS pixels).
 
 import {
   type CSSProperties,
@@ -10,6 +11,7 @@ import {
   useImperativeHandle,
   useRef,
   useState,
+  useSyncExternalStore,
 } from "react";
 import { beginWork, endWork } from "../state/idle";
 
@@ -42,6 +44,7 @@ interface Props {
 
 export const Canvas = forwardRef<CanvasHandle, Props>(function Canvas(props, ref) {
   const { draw, height, onSize, onWheel } = props;
+  const theme = useThemeVersion();
   const canvas = useRef<HTMLCanvasElement>(null);
   const [width, setWidth] = useState(0);
   const frame = useRef(0);
@@ -82,10 +85,10 @@ export const Canvas = forwardRef<CanvasHandle, Props>(function Canvas(props, ref
 
   useImperativeHandle(ref, () => ({ redraw, element: () => canvas.current }), [redraw]);
 
-  // biome-ignore lint/correctness/useExhaustiveDependencies: redraw whenever the draw function or the size changes
+  // biome-ignore lint/correctness/useExhaustiveDependencies: redraw whenever the draw function, the size or the theme changes
   useEffect(() => {
     redraw();
-  }, [draw, redraw, width, height]);
+  }, [draw, redraw, width, height, theme]);
 
   useEffect(
     () => () => {
@@ -148,6 +151,33 @@ export const Canvas = forwardRef<CanvasHandle, Props>(function Canvas(props, ref
     />
   );
 });
+
+// The theme's version: bumped when the system's light/dark preference changes (styles.css switches its
+// variables on `prefers-color-scheme`). One listener for the page, however many canvases subscribe.
+let themeVersion = 0;
+const themeListeners = new Set<() => void>();
+let themeQuery: MediaQueryList | null = null;
+
+function subscribeTheme(listener: () => void): () => void {
+  if (!themeQuery && typeof window !== "undefined" && window.matchMedia) {
+    themeQuery = window.matchMedia("(prefers-color-scheme: dark)");
+    themeQuery.addEventListener("change", () => {
+      themeVersion += 1;
+      for (const l of themeListeners) l();
+    });
+  }
+  themeListeners.add(listener);
+  return () => themeListeners.delete(listener);
+}
+
+/** A number that changes whenever the theme does: a dependency for whatever paints theme colours. */
+export function useThemeVersion(): number {
+  return useSyncExternalStore(
+    subscribeTheme,
+    () => themeVersion,
+    () => 0,
+  );
+}
 
 /** Theme colours read from CSS variables, so canvases follow light/dark. */
 export function themeColors(): {

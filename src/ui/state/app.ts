@@ -9,7 +9,7 @@
 
 import { create } from "zustand";
 import type { CompareAnswer, ReplayFacts, XAxis } from "../../../workers/api";
-import { restoreDevices, restoreWhatIf } from "../views/whatif/store";
+import { restoreCapacity, restoreDevices, restoreWhatIf } from "../views/whatif/store";
 import { askRoot, freshWorker, onWorkerCrash, prewarm, prewarmWhenIdle, type Side } from "./client";
 import { checkUrl, nameOfUrl } from "./download";
 import { canHash, contentHash } from "./hash";
@@ -48,6 +48,11 @@ export interface AppState {
    * default; used only when both files have one, else the start).
    */
   align: "start" | "snapshot";
+  /**
+   * "Compare at: Peaks | Snapshots" as the user chose it (null: no choice yet, each file's peak when both
+   * have one); kept in the link as `at=`.
+   */
+  compareAt: "peaks" | "snapshots" | null;
   /** The hovered moment, as an offset from the hovering side's anchor (axis units). */
   cursor: { side: Side; offset: number; axis: XAxis } | null;
   /**
@@ -74,6 +79,7 @@ export interface AppState {
   swap(): Promise<void>;
   setLinked(linked: boolean): void;
   setAlign(align: "start" | "snapshot"): void;
+  setCompareAt(at: "peaks" | "snapshots" | null): void;
   setCursor(c: AppState["cursor"]): void;
   setActiveSide(side: Side): void;
   setScale(side: Side, key: "yTop" | "mapBytesPerPx", value: number): void;
@@ -221,7 +227,15 @@ export const useApp = create<AppState>()((set, get) => {
     sides[0].getState().reset();
     sides[1].getState().reset();
     delete document.body.dataset.cancelled;
-    set({ mode, base: 0, compare: null, compareStatus: "idle", compareError: null, cursor: null });
+    set({
+      mode,
+      base: 0,
+      compare: null,
+      compareStatus: "idle",
+      compareError: null,
+      cursor: null,
+      compareAt: null,
+    });
     manyFiles.onFresh?.();
   }
 
@@ -283,6 +297,7 @@ export const useApp = create<AppState>()((set, get) => {
     // Each file on its own time axis by default (issue 21): one short run must not fill 10 % of its chart.
     linked: false,
     align: "snapshot",
+    compareAt: null,
     cursor: null,
     scales: { yTop: [0, 0], mapBytesPerPx: [0, 0] },
     activeSide: 0,
@@ -429,7 +444,14 @@ export const useApp = create<AppState>()((set, get) => {
       other.getState().reset();
       const kept = sides[base].getState();
       if (kept.highlightBy === "portable") kept.setHighlightSite(null);
-      set({ mode: "single", compare: null, compareStatus: "idle", compareError: null, cursor: null });
+      set({
+        mode: "single",
+        compare: null,
+        compareStatus: "idle",
+        compareError: null,
+        cursor: null,
+        compareAt: null,
+      });
     },
 
     swap: () =>
@@ -447,6 +469,9 @@ export const useApp = create<AppState>()((set, get) => {
     setAlign(align) {
       set({ align });
       alignViews(get().base, true);
+    },
+    setCompareAt(compareAt) {
+      set({ compareAt });
     },
     setCursor: (c) => set({ cursor: c }),
     setActiveSide: (side) => {
@@ -620,6 +645,7 @@ export async function restoreView(link: LinkState): Promise<void> {
     if (l.site !== undefined && useApp.getState().mode !== "compare")
       s.getState().setHighlightSite(l.site, "key");
     if (l.devices !== undefined) restoreDevices(side, l.devices);
+    if (l.cap !== undefined) restoreCapacity(side, l.cap);
     if (l.whatif !== undefined && useApp.getState().mode !== "compare") {
       if (r) restoreWhatIf(side, l.whatif, l.whatifid ?? null);
       else ignored.push(`whatif${suffix} (no trace on this device: a what-if replays the trace)`);
@@ -627,6 +653,8 @@ export async function restoreView(link: LinkState): Promise<void> {
   };
   if (link.link !== undefined && app.mode === "compare") useApp.setState({ linked: link.link });
   if (link.align && app.mode === "compare") useApp.setState({ align: link.align });
+  // Before the moments: a link's own moment=/moment2= (written with it) then say where each file stands.
+  if (link.at && app.mode === "compare") useApp.setState({ compareAt: link.at });
   if (app.mode === "compare") alignViews(app.base, true);
   await apply(app.base, link.a, "");
   const a = sides[app.base].getState();

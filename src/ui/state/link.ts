@@ -22,9 +22,13 @@
 // | whatifid        | the suggestion the chosen what-if is (`zero1x2`): named as the list names it; absent: |
 // |                 | a custom what-if, named as asked (`optimizer_state × 1/2`) even when specs coincide   |
 // | devices         | GPUs available for the what-if ranking (`whatif --devices N`); absent: 1             |
+// | cap             | the device capacity typed in What if, in bytes (`whatif --capacity`); absent: the    |
+// |                 | counters' or the OOM's, if any                                                       |
 // | link            | comparison: `1` shared time axis (zoom and cursor move both), `0` each its own axis;  |
 // |                 | always written, so a link keeps the toggle whatever the page's default is           |
 // | align           | comparison: `start` or `snapshot` (the first `_snapshot()` marker of each file)       |
+// | at              | comparison: "Compare at" `snapshots` or `peaks`; absent: the default (each file's    |
+// |                 | peak when both have one, else the snapshots), so only `at=snapshots` is written       |
 // | tq, tdir, tby, town, thide, tg, trange | the call tree's search, filters, groups and range (treeLink.ts) |
 
 import { parseMoment } from "./momentLink";
@@ -51,6 +55,8 @@ export interface SideLink {
   whatifid?: string;
   /** GPUs available for the what-if ranking (absent: 1). */
   devices?: number;
+  /** The device capacity the user typed, in bytes (absent: none typed). */
+  cap?: number;
   /** The current moment as `body[data-moment]` says it (momentLink.ts); absent: the file's default. */
   moment?: string;
 }
@@ -61,6 +67,8 @@ export interface LinkState {
   b: SideLink | null;
   link?: boolean;
   align?: "start" | "snapshot";
+  /** Comparison: what the verdict and the diff tabs compare (absent: each file's peak when both have one). */
+  at?: "peaks" | "snapshots";
   /** The call tree's filters (page-wide). */
   tree?: TreeLink;
 }
@@ -81,6 +89,7 @@ const SIDE_KEYS = [
   "whatif",
   "whatifid",
   "devices",
+  "cap",
   "moment",
 ] as const;
 type SideKey = (typeof SIDE_KEYS)[number];
@@ -122,6 +131,10 @@ function parseValue(key: SideKey, raw: string): { value: unknown } | { error: st
       return /^[\w:./-]{1,200}$/.test(raw) ? { value: raw } : { error: "not a suggestion id" };
     case "devices":
       return /^[1-9]\d{0,5}$/.test(raw) ? { value: Number(raw) } : { error: "not a whole number ≥ 1" };
+    case "cap":
+      return /^[1-9]\d{0,15}$/.test(raw)
+        ? { value: Number(raw) }
+        : { error: "not a whole number of bytes ≥ 1" };
     case "moment":
       return parseMoment(raw) ? { value: raw } : { error: "expected snapshot, peak, event:N or range:A..B" };
     case "whatif":
@@ -177,6 +190,11 @@ export function parseLink(hash: string): Parsed {
       else notices.push(`align=${show(raw)} (expected start or snapshot)`);
       continue;
     }
+    if (key === "at") {
+      if (raw === "peaks" || raw === "snapshots") state.at = raw;
+      else notices.push(`at=${show(raw)} (expected peaks or snapshots)`);
+      continue;
+    }
     if (isTreeKey(key)) {
       const err = parseTreeParam((state.tree ??= {}), key, raw);
       if (err) notices.push(`${show(key)}=${show(raw)} (${err})`);
@@ -226,6 +244,7 @@ export function writeLink(s: LinkState): string {
     // must restore the toggle as it was, not as the opening page's default has it.
     if (s.link !== undefined) put("link", s.link ? "1" : "0");
     if (s.align) put("align", s.align);
+    if (s.at) put("at", s.at);
   }
   return p.join("&");
 }

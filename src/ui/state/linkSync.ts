@@ -9,7 +9,7 @@
 // while a link still waits for its files, so reloading such a page keeps the link.
 
 import { applyTreeLink, treeLinkState, useCallTree } from "../views/call-tree/store";
-import { devicesOf, linkIdOf, linkValueOf, useWhatIf } from "../views/whatif/store";
+import { capacityOf, devicesOf, linkIdOf, linkValueOf, useWhatIf } from "../views/whatif/store";
 import { manyFiles, restoreView, useApp } from "./app";
 import { type LinkState, parseLink, type SideLink, writeLink } from "./link";
 import { momentLinkValue } from "./momentLink";
@@ -52,8 +52,21 @@ function sideLink(s: State, opts: { range: boolean; site: boolean }): SideLink {
   }
   const gpus = devicesOf(s.side);
   if (gpus !== 1) l.devices = gpus;
+  const capacityBytes = capacityOf(s.side);
+  if (capacityBytes !== null) l.cap = capacityBytes;
   l.moment = momentLinkValue(s);
   return l;
+}
+
+/**
+ * The link's `at=`: written only where it differs from the default — snapshots chosen while both files
+ * have a peak (or while the comparison is still being computed: hasPeaks null).
+ */
+export function compareAtLinkValue(
+  choice: "peaks" | "snapshots" | null,
+  hasPeaks: boolean | null,
+): "snapshots" | undefined {
+  return choice === "snapshots" && hasPeaks !== false ? "snapshots" : undefined;
 }
 
 /** The link state of what is shown now, or null when nothing is open. */
@@ -72,6 +85,7 @@ export function linkState(): LinkState | null {
     b: sideLink(b, { range: !app.linked, site: false }),
     link: app.linked,
     align: app.align === "start" ? "start" : undefined,
+    at: compareAtLinkValue(app.compareAt, app.compare ? app.compare.compare.atPeaks !== null : null),
     tree: treeLinkState(),
   };
 }

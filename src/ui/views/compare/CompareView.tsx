@@ -29,8 +29,10 @@ export function CompareView() {
   const base = useApp((a) => a.base);
   const other = (1 - base) as Side;
   const answer = useApp((a) => a.compare);
-  // The user's choice (null until they make one); what is shown is what the answer allows.
-  const [choice, setChoice] = useState<CompareAt | null>(null);
+  // The user's choice (null until they make one; kept in the link as `at=`); what is shown is what the
+  // answer allows.
+  const choice = useApp((a) => a.compareAt);
+  const setChoice = useApp((a) => a.setCompareAt);
   const at = effectiveAt(answer, choice);
   return (
     <div className="cmp" data-testid="compare" data-compare-at={at}>

@@ -239,6 +239,12 @@ function CapacityLine({
   const note = useWhatIf((w) => w.capacityNote[side]);
   const [text, setText] = useState(typed !== null ? formatBytes(typed) : "");
   const [error, setError] = useState<string | null>(null);
+  // A capacity set from elsewhere (a link's `cap=`) shows in the field; what the user typed stays as typed.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: only a change of the stored capacity rewrites the field
+  useEffect(() => {
+    const shown = text.trim() === "" ? null : (parseCapacity(text)?.bytes ?? undefined);
+    if (shown !== typed) setText(typed !== null ? formatBytes(typed) : "");
+  }, [typed]);
   const apply = () => {
     if (text.trim() === "") {
       setError(null);

@@ -88,6 +88,17 @@ export function devicesOf(side: Side): number {
   return useWhatIf.getState().devices[side];
 }
 
+/** The capacity the user typed on a side, in bytes (the link's `cap=`); null: none typed. */
+export function capacityOf(side: Side): number | null {
+  return useWhatIf.getState().capacity[side];
+}
+
+/** A link's `cap=`: as if typed (the note on how "40 GB" was read belongs to the typing, not the link). */
+export function restoreCapacity(side: Side, capacityBytes: number): void {
+  if (Number.isSafeInteger(capacityBytes) && capacityBytes > 0)
+    useWhatIf.getState().setCapacity(side, capacityBytes);
+}
+
 /** A link's `devices=`. */
 export function restoreDevices(side: Side, n: number): void {
   if (Number.isInteger(n) && n >= 1) useWhatIf.getState().setDevices(side, n);
