@@ -7,7 +7,7 @@ import { attribute } from "../src/core/attribution";
 import { isNoiseFrame } from "../src/core/attribution/frames";
 import { ModelBuilder } from "../src/core/model/builder";
 import { CallTreeBuilder, type CallTreeNode } from "../src/core/tree";
-import { stackView } from "../workers/stacks";
+import { fullStack, stackView } from "../workers/stacks";
 
 const b = new ModelBuilder();
 const F = (file: string, line: number, name: string) => b.internFrame(file, line, name);
@@ -71,6 +71,44 @@ describe("frame noise, one filter", () => {
     // 11 frames: unwind (machinery) + the 6 noise frames hidden; at::, THPVariable, zeros_wrap, main shown
     expect(v.total).toBe(11);
     expect(v.hiddenNoise).toBe(7);
+  });
+
+  it("tooltips also hide CPython's own functions where their file is unsymbolised; the full stack keeps them", () => {
+    const c = new ModelBuilder();
+    const G = (file: string, name: string) => c.internFrame(file, 0, name);
+    const s = c.internStack([
+      G("??", "at::native::empty_cuda(c10::ArrayRef<long>)"),
+      G("??", "method_vectorcall"),
+      G("??", "slot_tp_call"),
+      G("/usr/src/python/Objects/typeobject.c", "slot_tp_call"), // symbolised: its file says what it is
+      G("??", "torch::autograd::THPVariable_zeros(_object*, _object*, _object*)"),
+      G("/home/u/proj/train.py", "main"),
+    ]);
+    c.addSegment({
+      device: 0,
+      address: 0x10000,
+      totalSizeBytes: 2 << 20,
+      allocatedSizeBytes: 1024,
+      activeSizeBytes: 1024,
+    });
+    c.addBlock({ address: 0x10000, sizeBytes: 1024, state: "active_allocated", stack: s });
+    c.addBlock({ address: 0x10400, sizeBytes: (2 << 20) - 1024, state: "inactive" });
+    const m = c.finish({
+      fileName: "cpython.pickle",
+      byteLength: 0,
+      format: "pickle",
+      pickleProtocol: 4,
+      notes: [],
+    });
+    const v = stackView(m, s);
+    expect(v.frames.map((f) => `${f.filename} ${f.name}`)).toEqual([
+      "?? at::native::empty_cuda(c10::ArrayRef<long>)",
+      "/usr/src/python/Objects/typeobject.c slot_tp_call",
+      "?? torch::autograd::THPVariable_zeros(_object*, _object*, _object*)",
+      "/home/u/proj/train.py main",
+    ]);
+    expect(v.hiddenNoise).toBe(2);
+    expect(fullStack(m, s)).toHaveLength(6);
   });
 
   it("call tree labels and the call site never show them", () => {

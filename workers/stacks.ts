@@ -1,13 +1,20 @@
 // Stacks as the user reads them: the noise-frame filter (MemoryViz's, plus PyType_* and unnamed ??), ≥3 identical consecutive frames
 // collapsed into one with `repeats`, and a sentence for an empty stack instead of nothing.
 
-import { isNoiseFrame as isCoreNoiseFrame } from "../src/core/attribution/frames";
+import { isNoiseFrame as isCoreNoiseFrame, isInterpreterFrame } from "../src/core/attribution/frames";
 import type { IndexIntoStacks, SnapshotModel } from "../src/core/model/types";
 import type { FrameText, StackView } from "./api";
 
-/** The one core filter (attribution/frames.ts isNoiseFrame): the same frames are hidden everywhere. */
+/**
+ * The one core filter (attribution/frames.ts isNoiseFrame): the same frames are hidden everywhere. In the
+ * short stacks of tooltips and details also CPython's own functions where the binary had no symbols for
+ * their file (`method_vectorcall ??`, `slot_tp_call ??`): the interpreter calling itself, between a Python
+ * line and the op it ran. The full stack (fullStack) keeps every frame.
+ */
 export function isNoiseFrame(f: FrameText): boolean {
-  return isCoreNoiseFrame(f.filename, f.name);
+  return (
+    isCoreNoiseFrame(f.filename, f.name) || (f.filename === "??" && isInterpreterFrame(f.filename, f.name))
+  );
 }
 
 export function fullStack(model: SnapshotModel, stack: IndexIntoStacks): FrameText[] {
