@@ -9,15 +9,10 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import { bytesByteSource } from "../src/core/formats/byte-source";
 import { readSnapshot } from "../src/core/formats/read";
 import { summarize } from "../src/core/model/summary";
-import { Action } from "../src/core/model/types";
 import { Engine } from "../workers/engine";
 import { cancelWarmUp, WARM_UP_VARIANTS, warmUp, warmUpSlice, warmUpSnapshot } from "../workers/warm-up";
-import { warmUpTrace } from "../workers/warm-up-trace";
 import { fingerprint } from "./helpers/model";
 import { python } from "./helpers/python";
-
-/** profiler-trace.ts: the one allocation standing for what was allocated before the first event. */
-const STAND_IN_ADDRESS = 2 ** 49;
 
 const dir = mkdtempSync(join(tmpdir(), "peakscope-warm-up-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -135,72 +130,5 @@ describe("warm-up rounds", () => {
     } finally {
       watch.mockRestore();
     }
-  });
-});
-
-describe("warm-up profiler trace", () => {
-  it.each([false, true])(
-    "(older arguments: %s) reads as a profiler trace: per device, Python's allocations and frees",
-    async (old) => {
-      const bytes = warmUpTrace(old);
-      const path = join(dir, `warm-up-${old ? "old" : "new"}.pt.trace.json`);
-      writeFileSync(path, bytes);
-      // Python: per (Device Type, Device Id), the [memory] events that allocate and that free
-      const py = JSON.parse(
-        python([
-          "-c",
-          [
-            "import json, sys, collections",
-            "d = json.load(open(sys.argv[1]))",
-            "c = collections.defaultdict(lambda: [0, 0])",
-            "for e in d['traceEvents']:",
-            "  if e.get('name') == '[memory]':",
-            "    a = e['args']; c[f\"{'cuda' if a['Device Type'] == 1 else 'cpu'}:{a['Device Id']}\"][0 if a['Bytes'] > 0 else 1] += 1",
-            "print(json.dumps(c))",
-          ].join("\n"),
-          path,
-        ]),
-      ) as Record<string, [number, number]>;
-      const model = await readSnapshot(bytesByteSource(bytes, "warm-up.pt.trace.json"));
-      expect(model.source.kind).toBe("profiler-trace");
-      const ours: Record<string, [number, number]> = {};
-      model.source.devices?.forEach((d, k) => {
-        const t = model.traces[k];
-        let allocs = 0;
-        let frees = 0;
-        for (let i = 0; i < t.length; i++) {
-          // the stand-in for what was allocated before the first event (newer arguments) is its own alloc
-          if (t.action[i] === Action.alloc && t.addr[i] !== STAND_IN_ADDRESS) allocs++;
-          if (t.action[i] === Action.free_requested) frees++;
-        }
-        ours[`${d.deviceType}:${d.deviceId}`] = [allocs, frees];
-      });
-      expect(ours).toEqual(py);
-      expect(Object.values(py).reduce((n, [x, y]) => n + x + y, 0)).toBeGreaterThan(1000);
-    },
-  );
-
-  it("warm-up rounds open it in every fourth round", async () => {
-    const names: string[] = [];
-    const open = Engine.prototype.open;
-    const watch = vi.spyOn(Engine.prototype, "open").mockImplementation(function (this: Engine, ...args) {
-      names.push(args[1]);
-      return open.apply(this, args);
-    });
-    try {
-      expect(await warmUp(8)).toBe(8);
-    } finally {
-      watch.mockRestore();
-    }
-    expect(names.map((n) => n.endsWith(".pt.trace.json"))).toEqual([
-      false,
-      false,
-      false,
-      true,
-      false,
-      false,
-      false,
-      true,
-    ]);
   });
 });

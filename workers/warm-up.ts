@@ -12,7 +12,6 @@
 
 import { mulberry32 } from "../src/core/random";
 import { Engine } from "./engine";
-import { warmUpTrace } from "./warm-up-trace";
 
 /** A Python float (a JS number is written as an int when it is an integer). */
 class PyFloat {
@@ -584,8 +583,6 @@ export function warmUpSlice(i: number): number {
   return [4 << 20, 65_536 + 37 * k, 4096 + 131 * k, 20_011 + 7 * k][k % 4];
 }
 export const WARM_UP_VARIANTS: readonly WarmUpVariant[] = ["segments-first", "traces-first"];
-/** One round in this many opens a profiler trace instead of a snapshot. */
-const TRACE_EVERY = 4;
 
 /** The engine of the round in progress, if any. */
 let warming: Engine | null = null;
@@ -602,32 +599,23 @@ export function cancelWarmUp(): void {
  */
 export async function warmUp(rounds: number, stop: () => boolean = () => false): Promise<number> {
   const files = WARM_UP_VARIANTS.map((v) => new Blob([warmUpSnapshot(v) as Uint8Array<ArrayBuffer>]));
-  // every TRACE_EVERY-th round opens a profiler trace (warm-up-trace.ts), in both argument sets
-  const traces = [false, true].map((old) => new Blob([warmUpTrace(old) as Uint8Array<ArrayBuffer>]));
   let i = 0;
-  let snapshots = 0;
   for (; i < rounds && !stop(); i++) {
     const engine = new Engine();
     warming = engine;
-    const trace = i % TRACE_EVERY === TRACE_EVERY - 1;
-    const first = warmUpSlice(trace ? i : snapshots);
-    const r = await engine.open(
-      trace ? traces[Math.floor(i / TRACE_EVERY) % 2] : files[snapshots % files.length],
-      trace ? "warm-up.pt.trace.json" : "warm-up.pickle",
-      undefined,
-      { first, max: first * 4 },
-    );
-    if (!trace) snapshots++;
+    const first = warmUpSlice(i);
+    const r = await engine.open(files[i % files.length], "warm-up.pickle", undefined, {
+      first,
+      max: first * 4,
+    });
     warming = null;
     if (!r.ok) return i; // cancelled (cancelWarmUp)
     const replay = engine.panel(0).replay;
     if (replay) {
       engine.timeline({ device: 0, axis: "time", x0: replay.t0, x1: replay.t1 + 1, buckets: 1200 });
       engine.timeline({ device: 0, axis: "event", x0: 0, x1: replay.events, buckets: 1200 });
-      if (!trace) {
-        engine.segmentMap({ device: 0, event: null });
-        engine.segmentMap({ device: 0, event: replay.peakEvent });
-      }
+      engine.segmentMap({ device: 0, event: null });
+      engine.segmentMap({ device: 0, event: replay.peakEvent });
     }
     engine.close();
     // a macrotask between rounds, so that a real request waits for one round at most

@@ -145,8 +145,7 @@ function warmUp(inst: Instance): void {
   inst.root.warmUp(WARM_UP_ROUNDS).catch(() => undefined);
 }
 
-/** 30 snapshot rounds and 10 profiler-trace rounds (workers/warm-up.ts). */
-const WARM_UP_ROUNDS = 40;
+const WARM_UP_ROUNDS = 30;
 
 /** prewarm() once the page has nothing else to do (after start-up, after a file has loaded). */
 export function prewarmWhenIdle(): void {
