@@ -140,8 +140,10 @@ describe("the installed peakscope (outside the clone, Node only)", () => {
       const url = await new Promise<string>((done, fail) => {
         child.stdout?.on("data", (d) => {
           out += String(d);
+          // the URL and the "serving … from <site>" line are two writes: wait for both (a chunk may end
+          // between them)
           const m = /peakscope view: (http:\/\/127\.0\.0\.1:\d+\/\S*)\r?\n/.exec(out);
-          if (m) done(m[1]);
+          if (m && /Ctrl-C stops\.\r?\n/.test(out)) done(m[1]);
         });
         child.on("exit", (code) => fail(new Error(`view exited ${code}: ${out}${err}`)));
       });
