@@ -61,7 +61,13 @@ function sideApi(engine: Engine): PeakscopeApi {
       engine.close();
     },
     panel: async (device) => {
-      const a = engine.panel(device);
+      let a: ReturnType<Engine["panel"]>;
+      try {
+        a = engine.panel(device);
+      } catch (e) {
+        picture.openGate(); // no panel, no picture: nothing for the rest to wait for
+        throw e;
+      }
       picture.panelSent((a.replay?.events ?? 0) > 0);
       return a;
     },
