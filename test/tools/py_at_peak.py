@@ -28,7 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from py_inspect import load_snapshot  # noqa: E402
-from replay import NEVER, check_settings, is_npu, replay_device, size_allocations  # noqa: E402
+from replay import NEVER, check_settings, is_npu, live_after, replay_device  # noqa: E402
 
 
 def frame_text(f):
@@ -50,20 +50,10 @@ def main(argv):
     dev = a.device if a.device is not None else next(i for i, t in enumerate(traces) if t)
     tr = traces[dev]
     r = replay_device(tr, dev, segs, npu)
-    allocs, _replayable, _alive_end = size_allocations(tr, dev, segs, npu)
     peak = r["peakEvent"]
 
     # The stack of each allocation alive at the peak (allocated, not pending free).
-    end_frames = {}
-    for s in segs:
-        if int(s.get("device", 0)) != dev:
-            continue
-        addr = s["address"]
-        for b in s.get("blocks") or []:
-            ba = b.get("address", addr)
-            end_frames[ba] = b.get("frames") or []
-            addr = ba + b["size"]
-    live = [x for x in allocs if x.start <= peak < x.free_req]
+    live, end_frames, allocs = live_after(tr, dev, segs, npu, peak)
     assert sum(x.size for x in live) == r["peakBytes"]
     search = {q: 0 for q in a.search}
     no_stack = 0

@@ -26,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from py_inspect import load_snapshot  # noqa: E402
-from replay import NEVER, check_settings, is_npu, replay_device, size_allocations  # noqa: E402
+from replay import NEVER, check_settings, is_npu, live_after, replay_device  # noqa: E402
 
 LIBRARY = ("site-packages", "dist-packages", "/lib/python", "<frozen", "\\Lib\\")
 
@@ -58,18 +58,8 @@ def peak_sites(path):
         return {"device": None}
     dev, r = best
     tr = traces[dev]
-    allocs, _replayable, _alive_end = size_allocations(tr, dev, segs, npu)
     peak = r["peakEvent"]
-    end_frames = {}
-    for s in segs:
-        if int(s.get("device", 0)) != dev:
-            continue
-        addr = s["address"]
-        for b in s.get("blocks") or []:
-            ba = b.get("address", addr)
-            end_frames[ba] = b.get("frames") or []
-            addr = ba + b["size"]
-    live = [x for x in allocs if x.start <= peak < x.free_req]
+    live, end_frames, _allocs = live_after(tr, dev, segs, npu, peak)
     assert sum(x.size for x in live) == r["peakBytes"]
     own, other = {}, 0
     for x in live:

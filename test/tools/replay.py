@@ -339,5 +339,23 @@ def main(argv):
     return 0
 
 
+def live_after(tr, dev, segs, npu, event):
+    """The allocations alive (allocated, not pending free) after `event` of device `dev`, each block's
+    frames at the snapshot by address (the stack of a live allocation made before the trace), and all of
+    the device's allocations."""
+    allocs, _replayable, _alive_end = size_allocations(tr, dev, segs, npu)
+    end_frames = {}
+    for s in segs:
+        if int(s.get("device", 0)) != dev:
+            continue
+        addr = s["address"]
+        for b in s.get("blocks") or []:
+            ba = b.get("address", addr)
+            end_frames[ba] = b.get("frames") or []
+            addr = ba + b["size"]
+    return [x for x in allocs if x.start <= event < x.free_req], end_frames, allocs
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
