@@ -31,22 +31,20 @@ const stack = b.internStack([
   F("/home/u/proj/train.py", 5, "main"),
   noise[1],
 ]);
-b.addSegment({
-  device: 0,
-  address: 0x10000,
-  totalSizeBytes: 2 << 20,
-  allocatedSizeBytes: 1024,
-  activeSizeBytes: 1024,
-});
-b.addBlock({ address: 0x10000, sizeBytes: 1024, state: "active_allocated", stack });
-b.addBlock({ address: 0x10400, sizeBytes: (2 << 20) - 1024, state: "inactive" });
-const model = b.finish({
-  fileName: "noise.pickle",
-  byteLength: 0,
-  format: "pickle",
-  pickleProtocol: 4,
-  notes: [],
-});
+/** A model of one 2 MiB segment whose one live 1 KiB block has `stack`. */
+function oneBlockModel(mb: ModelBuilder, stack: number, fileName: string) {
+  mb.addSegment({
+    device: 0,
+    address: 0x10000,
+    totalSizeBytes: 2 << 20,
+    allocatedSizeBytes: 1024,
+    activeSizeBytes: 1024,
+  });
+  mb.addBlock({ address: 0x10000, sizeBytes: 1024, state: "active_allocated", stack });
+  mb.addBlock({ address: 0x10400, sizeBytes: (2 << 20) - 1024, state: "inactive" });
+  return mb.finish({ fileName, byteLength: 0, format: "pickle", pickleProtocol: 4, notes: [] });
+}
+const model = oneBlockModel(b, stack, "noise.pickle");
 const NOISE_TEXT = /PyType_|^\?\?$|_PyObject_MakeTpCall/;
 
 describe("frame noise, one filter", () => {
@@ -84,22 +82,7 @@ describe("frame noise, one filter", () => {
       G("??", "torch::autograd::THPVariable_zeros(_object*, _object*, _object*)"),
       G("/home/u/proj/train.py", "main"),
     ]);
-    c.addSegment({
-      device: 0,
-      address: 0x10000,
-      totalSizeBytes: 2 << 20,
-      allocatedSizeBytes: 1024,
-      activeSizeBytes: 1024,
-    });
-    c.addBlock({ address: 0x10000, sizeBytes: 1024, state: "active_allocated", stack: s });
-    c.addBlock({ address: 0x10400, sizeBytes: (2 << 20) - 1024, state: "inactive" });
-    const m = c.finish({
-      fileName: "cpython.pickle",
-      byteLength: 0,
-      format: "pickle",
-      pickleProtocol: 4,
-      notes: [],
-    });
+    const m = oneBlockModel(c, s, "cpython.pickle");
     const v = stackView(m, s);
     expect(v.frames.map((f) => `${f.filename} ${f.name}`)).toEqual([
       "?? at::native::empty_cuda(c10::ArrayRef<long>)",
