@@ -251,6 +251,14 @@ export function stopReader(): void {
   r.worker.terminate();
 }
 
+/**
+ * Starts this worker's reader now, if it has none: called as the worker starts, so that a file picked as
+ * the page loads does not wait for the reader's start (tens of ms) before its first slice is read.
+ */
+export function startReaderNow(): void {
+  if (shared === undefined) shared = startReader();
+}
+
 /** Tells the reader's streams of one file from another's (a Blob posted twice arrives as two objects). */
 let nextFileKey = 0;
 

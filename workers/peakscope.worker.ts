@@ -12,7 +12,7 @@ import { Engine } from "./engine";
 import { FirstPicture } from "./first-picture";
 import { healthAnswer, healthTimeline } from "./health";
 import { leaksAnswer } from "./leaks";
-import { stopReader } from "./parallel-reader";
+import { startReaderNow, stopReader } from "./parallel-reader";
 import { rankTransferables, summarizeRankFile } from "./ranks";
 import { reportHtml } from "./save-report";
 import { summarizeSeriesFile } from "./series";
@@ -189,3 +189,4 @@ const api: WorkerApi = {
 const READER_END_MS = 100;
 
 Comlink.expose(api);
+startReaderNow();

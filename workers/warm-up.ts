@@ -598,13 +598,21 @@ export function cancelWarmUp(): void {
  * on cancelWarmUp(). Returns the rounds completed.
  */
 export async function warmUp(rounds: number, stop: () => boolean = () => false): Promise<number> {
-  const files = WARM_UP_VARIANTS.map((v) => new Blob([warmUpSnapshot(v) as Uint8Array<ArrayBuffer>]));
+  // Written when first needed, each after a macrotask: a file picked as the page loads is asked for while
+  // this worker starts, and writing both (≈ 0.1 s in code not yet compiled) would make it wait.
+  const files: (Blob | undefined)[] = [];
+  const file = (v: number): Blob => {
+    files[v] ??= new Blob([warmUpSnapshot(WARM_UP_VARIANTS[v]) as Uint8Array<ArrayBuffer>]);
+    return files[v];
+  };
   let i = 0;
-  for (; i < rounds && !stop(); i++) {
+  for (; i < rounds; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    if (stop()) break;
     const engine = new Engine();
     warming = engine;
     const first = warmUpSlice(i);
-    const r = await engine.open(files[i % files.length], "warm-up.pickle", undefined, {
+    const r = await engine.open(file(i % WARM_UP_VARIANTS.length), "warm-up.pickle", undefined, {
       first,
       max: first * 4,
     });
@@ -618,8 +626,6 @@ export async function warmUp(rounds: number, stop: () => boolean = () => false):
       engine.segmentMap({ device: 0, event: replay.peakEvent });
     }
     engine.close();
-    // a macrotask between rounds, so that a real request waits for one round at most
-    await new Promise((resolve) => setTimeout(resolve, 0));
   }
   return i;
 }

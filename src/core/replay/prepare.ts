@@ -372,12 +372,20 @@ function pairEntries(
  */
 export function isNpuSnapshot(model: SnapshotModel, workspaceEntriesSeen = false): boolean {
   if (workspaceEntriesSeen) return true;
-  for (const s of model.strings) if (s.includes("torch_npu")) return true;
-  for (const t of model.traces) {
-    for (let i = 0; i < t.length; i++)
-      if (t.isWorkspace[i] || t.action[i] === Action.workspace_snapshot) return true;
+  let known = npuModels.get(model);
+  if (known === undefined) {
+    known = model.strings.some((s) => s.includes("torch_npu")) || model.traces.some(hasWorkspaceEntries);
+    npuModels.set(model, known);
   }
-  for (const s of model.strings) if (s.includes("torch_npu")) return true;
+  return known;
+}
+
+/** isNpuSnapshot's answer per model: asked per device and per report, each a pass over every entry. */
+const npuModels = new WeakMap<SnapshotModel, boolean>();
+
+function hasWorkspaceEntries(t: TraceTable): boolean {
+  for (let i = 0; i < t.length; i++)
+    if (t.isWorkspace[i] || t.action[i] === Action.workspace_snapshot) return true;
   return false;
 }
 

@@ -51,8 +51,24 @@ export function isPythonOnly(model: SnapshotModel): boolean {
   return true;
 }
 
+/**
+ * The last phases computed per trace (and the rules they came from): the page asks for one trace's phases
+ * four times (summary words, what-if, steps for leaks, the phase bands), each an O(events) pass.
+ * Callers only read them.
+ */
+const computed = new WeakMap<TraceTable, { stackRule: Uint8Array; phases: Phases }>();
+
 /** Phases of one device's trace from the attribution's rule per stack. */
 export function tracePhases(model: SnapshotModel, trace: TraceTable | null, stackRule: Uint8Array): Phases {
+  if (!trace) return phasesOf(model, null, stackRule);
+  const hit = computed.get(trace);
+  if (hit && hit.stackRule === stackRule) return hit.phases;
+  const phases = phasesOf(model, trace, stackRule);
+  computed.set(trace, { stackRule, phases });
+  return phases;
+}
+
+function phasesOf(model: SnapshotModel, trace: TraceTable | null, stackRule: Uint8Array): Phases {
   const n = trace?.length ?? 0;
   const phase = new Uint8Array(n);
   if (trace) {

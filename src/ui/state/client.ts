@@ -139,13 +139,18 @@ export function prewarm(): void {
  * the user's first file (see workers/warm-up.ts).
  */
 function warmUp(inst: Instance): void {
-  if (current === inst) return;
   // `npm run bench:web` with BENCH_WEB_WARMUP=0 sets this flag to measure the page without a warm-up
   if ((window as { __peakscopeNoWarmUp?: boolean }).__peakscopeNoWarmUp) return;
-  inst.root.warmUp(WARM_UP_ROUNDS).catch(() => undefined);
+  // Not at once: a file given in the link, or picked as the page loads, is asked for in these first
+  // moments, and finds the worker free instead of writing its warm-up files (then it never warms up).
+  setTimeout(() => {
+    if (current === inst) return;
+    inst.root.warmUp(WARM_UP_ROUNDS).catch(() => undefined);
+  }, WARM_UP_AFTER_MS);
 }
 
 const WARM_UP_ROUNDS = 30;
+const WARM_UP_AFTER_MS = 300;
 
 /** prewarm() once the page has nothing else to do (after start-up, after a file has loaded). */
 export function prewarmWhenIdle(): void {
