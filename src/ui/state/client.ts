@@ -145,7 +145,11 @@ function warmUp(inst: Instance): void {
   // moments, and finds the worker free instead of writing its warm-up files (then it never warms up).
   setTimeout(() => {
     if (current === inst) return;
-    inst.root.warmUp(WARM_UP_ROUNDS).catch(() => undefined);
+    try {
+      inst.root.warmUp(WARM_UP_ROUNDS).catch(() => undefined);
+    } catch {
+      // the worker was ended meanwhile (its proxy released): nothing to warm up
+    }
   }, WARM_UP_AFTER_MS);
 }
 
