@@ -9,13 +9,13 @@ import { create } from "zustand";
 import type { RankFileResult } from "../../../../workers/api";
 import { type RankSummary, type RanksJson, rankOverview } from "../../../core/ranks/index";
 import { manyFiles, refreshPageState, useApp } from "../../state/app";
-import { endWorker, separateWorker } from "../../state/client";
-import { checkUrl, DownloadError, download, nameOfUrl } from "../../state/download";
+import { checkUrl, nameOfUrl } from "../../state/download";
 import { beginWork, endWork } from "../../state/idle";
 import { replaceHash } from "../../state/linkSync";
 import { writeManySources } from "../../state/ranksLink";
+import { type ManySource, manyReader } from "../../state/read-many";
 
-export type RankSource = { kind: "file"; file: File; counters: File | null } | { kind: "url"; url: string };
+export type RankSource = ManySource;
 
 export interface RankEntry {
   /** Position in the order given. */
@@ -62,20 +62,11 @@ export interface RanksState {
 /** Where a dropped folder's file lies inside it (DropTarget's folder walk sets it). */
 export const relativePath = new WeakMap<File, string>();
 
-/** How many files are read at once (each in its own worker). */
-const PARALLEL = 2;
-
 let generation = 0;
 /** >0 while the overview itself opens or closes a side: the fresh start it causes is not a replacement. */
 let internal = 0;
-let workers: { worker: Worker; terminate: () => void }[] = [];
-
-function endWorkers(): void {
-  for (const w of workers) w.terminate();
-  workers = [];
-}
-
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+const reader = manyReader();
+const endWorkers = reader.endAll;
 
 function uniqueNames(names: string[]): string[] {
   const seen = new Map<string, number>();
@@ -99,83 +90,18 @@ export const useRanks = create<RanksState>()((set, get) => {
 
   /** Reads every waiting entry, PARALLEL at a time, each worker one file after another. */
   async function readAll(mine: number): Promise<void> {
-    const queue = get().entries.map((e) => e.id);
-    const one = async () => {
-      let w: Awaited<ReturnType<typeof separateWorker>> | null = null;
-      let handle: { worker: Worker; terminate: () => void } | null = null;
-      const start = async () => {
-        w = await separateWorker();
-        const { worker, root } = w;
-        handle = { worker, terminate: () => endWorker(worker, root) };
-        workers.push(handle);
-        return w;
-      };
-      try {
-        while (queue.length > 0 && generation === mine) {
-          const id = queue.shift() as number;
-          const entry = get().entries.find((e) => e.id === id);
-          if (!entry) continue;
-          let blob: Blob;
-          let counters: { text: string; name: string } | null = null;
-          try {
-            if (entry.source.kind === "url") {
-              patch(id, { status: "downloading" });
-              const checked = checkUrl(entry.source.url);
-              if ("error" in checked)
-                throw new DownloadError(`${entry.source.url} cannot be loaded: ${checked.error}.`);
-              const controller = new AbortController();
-              const stop = () => controller.abort();
-              const timer = setInterval(() => generation !== mine && stop(), 250);
-              try {
-                blob = await download(checked.url, () => {}, controller.signal);
-              } finally {
-                clearInterval(timer);
-              }
-            } else {
-              blob = entry.source.file;
-              const c = entry.source.counters;
-              if (c) counters = { text: await c.text(), name: c.name };
-            }
-          } catch (e) {
-            if (generation !== mine) return;
-            patch(id, { status: "error", error: message(e) });
-            continue;
-          }
-          if (generation !== mine) return;
-          patch(id, { status: "reading" });
-          let result: RankFileResult;
-          try {
-            const api = w ?? (await start());
-            result = await Promise.race([api.root.rankSummary(blob, entry.name, counters), api.ended]);
-          } catch (e) {
-            // The worker crashed (out of memory?): this file fails, the next one gets a fresh worker.
-            result = {
-              ok: false,
-              file: entry.name,
-              message: `The worker reading it stopped: ${message(e)}`,
-              cancelled: false,
-            };
-            if (handle) {
-              (handle as { terminate: () => void }).terminate();
-              workers = workers.filter((x) => x !== handle);
-            }
-            w = null;
-          }
-          if (generation !== mine) return;
-          if (result.ok) {
-            patch(id, { status: "done", result, error: null });
-            recompute();
-          } else patch(id, { status: "error", error: result.message });
-        }
-      } finally {
-        if (handle) {
-          (handle as { terminate: () => void }).terminate();
-          workers = workers.filter((x) => x !== handle);
-        }
-      }
-    };
-    const n = Math.min(PARALLEL, queue.length);
-    await Promise.all(Array.from({ length: n }, one));
+    await reader.read<Omit<Extract<RankFileResult, { ok: true }>, "ok">>({
+      ids: get().entries.map((e) => e.id),
+      entry: (id) => get().entries.find((e) => e.id === id),
+      current: () => generation === mine,
+      status: (id, status) => patch(id, { status }),
+      failed: (id, error) => patch(id, { status: "error", error }),
+      done: (id, result) => {
+        patch(id, { status: "done", result, error: null });
+        recompute();
+      },
+      summarize: (root, blob, name, counters) => root.rankSummary(blob, name, counters),
+    });
     if (generation === mine) set({ status: "ready", finishedAt: performance.now() });
   }
 

@@ -1,23 +1,23 @@
 // The series view's state: several dumps of one rank opened at once (dropped or picked, or `#src` URLs whose
 // names give steps) become one story — allocated and each category per dump, the growth table, the verdict.
 // Each dump is read in a worker of its own, two at a time, summarised (core summarizeDump) and its model
-// dropped, with the rank overview's machinery (state/client separateWorker / endWorker), so memory stays
-// bounded whatever the number of dumps. It plugs in before the rank overview: files that are a series come
-// here, the rest go on to the overview (state/app `manyFiles`).
+// dropped, as the rank overview reads its files (state/read-many), so memory stays bounded whatever the
+// number of dumps. It plugs in before the rank overview: files that are a series come here, the rest go on
+// to the overview (state/app `manyFiles`).
 
 import { create } from "zustand";
 import type { SeriesFileResult } from "../../../../workers/api";
 import { type DumpSummary, type LeaksJson, SeriesInputError, seriesLeaks } from "../../../core/leaks/index";
 import { manyFiles, refreshPageState } from "../../state/app";
-import { endWorker, separateWorker } from "../../state/client";
-import { checkUrl, DownloadError, download, nameOfUrl } from "../../state/download";
+import { checkUrl, nameOfUrl } from "../../state/download";
 import { beginWork, endWork } from "../../state/idle";
 import { replaceHash } from "../../state/linkSync";
 import { type SeriesPick, seriesPick, writeManySources } from "../../state/ranksLink";
+import { type ManySource, manyReader } from "../../state/read-many";
 import "../ranks/store"; // the rank overview plugs into manyFiles first; this wraps it
 import { isSeries } from "./detect";
 
-export type SeriesSource = { kind: "file"; file: File; counters: File | null } | { kind: "url"; url: string };
+export type SeriesSource = ManySource;
 
 export interface SeriesEntry {
   id: number;
@@ -46,21 +46,13 @@ export interface SeriesState {
   dismiss(): void;
 }
 
-/** How many files are read at once (each in its own worker), as the rank overview. */
-const PARALLEL = 2;
-
 let generation = 0;
 /** The user picked the compared pair: keep it while more dumps arrive (else: the first and the last). */
 let pairByUser = false;
 /** A link's picks, applied once its dumps are read (the pair when both dumps are in the series). */
 let wanted: SeriesPick = { row: null, pair: null };
-let workers: { terminate: () => void }[] = [];
-const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
-
-function endWorkers(): void {
-  for (const w of workers) w.terminate();
-  workers = [];
-}
+const reader = manyReader();
+const endWorkers = reader.endAll;
 
 async function sidecarJson(f: File | null): Promise<{ tag?: unknown; rank?: unknown } | null> {
   if (!f) return null;
@@ -109,78 +101,18 @@ export const useSeries = create<SeriesState>()((set, get) => {
   }
 
   async function readAll(mine: number): Promise<void> {
-    const queue = get().entries.map((e) => e.id);
-    const one = async () => {
-      let w: Awaited<ReturnType<typeof separateWorker>> | null = null;
-      let handle: { terminate: () => void } | null = null;
-      try {
-        while (queue.length > 0 && generation === mine) {
-          const id = queue.shift() as number;
-          const entry = get().entries.find((e) => e.id === id);
-          if (!entry) continue;
-          let blob: Blob;
-          let counters: { text: string; name: string } | null = null;
-          try {
-            if (entry.source.kind === "url") {
-              patch(id, { status: "downloading" });
-              const checked = checkUrl(entry.source.url);
-              if ("error" in checked)
-                throw new DownloadError(`${entry.source.url} cannot be loaded: ${checked.error}.`);
-              const controller = new AbortController();
-              const timer = setInterval(() => generation !== mine && controller.abort(), 250);
-              try {
-                blob = await download(checked.url, () => {}, controller.signal);
-              } finally {
-                clearInterval(timer);
-              }
-            } else {
-              blob = entry.source.file;
-              const c = entry.source.counters;
-              if (c) counters = { text: await c.text(), name: c.name };
-            }
-          } catch (e) {
-            if (generation !== mine) return;
-            patch(id, { status: "error", error: message(e) });
-            continue;
-          }
-          if (generation !== mine) return;
-          patch(id, { status: "reading" });
-          let result: SeriesFileResult;
-          try {
-            if (!w) {
-              w = await separateWorker();
-              const { worker, root } = w;
-              handle = { terminate: () => endWorker(worker, root) };
-              workers.push(handle);
-            }
-            result = await Promise.race([w.root.seriesSummary(blob, entry.name, counters), w.ended]);
-          } catch (e) {
-            result = {
-              ok: false,
-              file: entry.name,
-              message: `The worker reading it stopped: ${message(e)}`,
-              cancelled: false,
-            };
-            if (handle) {
-              handle.terminate();
-              workers = workers.filter((x) => x !== handle);
-            }
-            w = null;
-          }
-          if (generation !== mine) return;
-          if (result.ok) {
-            patch(id, { status: "done", summary: result.summary, error: null });
-            recompute();
-          } else patch(id, { status: "error", error: result.message });
-        }
-      } finally {
-        if (handle) {
-          (handle as { terminate: () => void }).terminate();
-          workers = workers.filter((x) => x !== handle);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL, queue.length) }, one));
+    await reader.read<Omit<Extract<SeriesFileResult, { ok: true }>, "ok">>({
+      ids: get().entries.map((e) => e.id),
+      entry: (id) => get().entries.find((e) => e.id === id),
+      current: () => generation === mine,
+      status: (id, status) => patch(id, { status }),
+      failed: (id, error) => patch(id, { status: "error", error }),
+      done: (id, result) => {
+        patch(id, { status: "done", summary: result.summary, error: null });
+        recompute();
+      },
+      summarize: (root, blob, name, counters) => root.seriesSummary(blob, name, counters),
+    });
     if (generation === mine) set({ status: "ready" });
   }
 
