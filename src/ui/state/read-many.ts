@@ -16,14 +16,19 @@ export type ManySource = { kind: "file"; file: File; counters: File | null } | {
 /** What a worker answers for one file: the summary the caller keeps, or why there is none. */
 export type ManyAnswer<T> = ({ ok: true } & T) | { ok: false; message: string };
 
+export interface ManyEntry {
+  id: number;
+  name: string;
+  source: ManySource;
+}
+
 export interface ManyRead<T> {
-  /** The entries' ids, in the order to read them. */
-  ids: number[];
-  entry(id: number): { name: string; source: ManySource } | undefined;
+  /** The view's entries as they are now (read in this order). */
+  entries(): readonly ManyEntry[];
   /** False once a newer read (or a stop) has replaced this one: nothing more is reported. */
   current(): boolean;
-  status(id: number, status: "downloading" | "reading"): void;
-  failed(id: number, message: string): void;
+  /** An entry's progress, or why it could not be read. */
+  mark(id: number, p: { status: "downloading" | "reading" } | { status: "error"; error: string }): void;
   done(id: number, answer: { ok: true } & T): void;
   /** Asks the worker for one file's summary. */
   summarize(
@@ -49,7 +54,7 @@ export function manyReader(): { read<T>(r: ManyRead<T>): Promise<void>; endAll()
       const c = src.counters;
       return { blob: src.file as Blob, counters: c ? { text: await c.text(), name: c.name } : null };
     }
-    r.status(id, "downloading");
+    r.mark(id, { status: "downloading" });
     const checked = checkUrl(src.url);
     if ("error" in checked) throw new DownloadError(`${src.url} cannot be loaded: ${checked.error}.`);
     const controller = new AbortController();
@@ -67,18 +72,18 @@ export function manyReader(): { read<T>(r: ManyRead<T>): Promise<void>; endAll()
     try {
       while (queue.length > 0 && r.current()) {
         const id = queue.shift() as number;
-        const entry = r.entry(id);
+        const entry = r.entries().find((e) => e.id === id);
         if (!entry) continue;
         let input: { blob: Blob; counters: { text: string; name: string } | null };
         try {
           input = await source(r, id, entry.source);
         } catch (e) {
           if (!r.current()) return;
-          r.failed(id, message(e));
+          r.mark(id, { status: "error", error: message(e) });
           continue;
         }
         if (!r.current()) return;
-        r.status(id, "reading");
+        r.mark(id, { status: "reading" });
         let answer: ManyAnswer<T>;
         try {
           if (!w) {
@@ -97,7 +102,7 @@ export function manyReader(): { read<T>(r: ManyRead<T>): Promise<void>; endAll()
         }
         if (!r.current()) return;
         if (answer.ok) r.done(id, answer);
-        else r.failed(id, answer.message);
+        else r.mark(id, { status: "error", error: answer.message });
       }
     } finally {
       if (handle) end(handle);
@@ -106,7 +111,7 @@ export function manyReader(): { read<T>(r: ManyRead<T>): Promise<void>; endAll()
 
   return {
     async read<T>(r: ManyRead<T>): Promise<void> {
-      const queue = [...r.ids];
+      const queue = r.entries().map((e) => e.id);
       const n = Math.min(PARALLEL, queue.length);
       await Promise.all(Array.from({ length: n }, () => one(r, queue)));
     },

@@ -91,11 +91,9 @@ export const useRanks = create<RanksState>()((set, get) => {
   /** Reads every waiting entry, PARALLEL at a time, each worker one file after another. */
   async function readAll(mine: number): Promise<void> {
     await reader.read<Omit<Extract<RankFileResult, { ok: true }>, "ok">>({
-      ids: get().entries.map((e) => e.id),
-      entry: (id) => get().entries.find((e) => e.id === id),
+      entries: () => get().entries,
       current: () => generation === mine,
-      status: (id, status) => patch(id, { status }),
-      failed: (id, error) => patch(id, { status: "error", error }),
+      mark: patch,
       done: (id, result) => {
         patch(id, { status: "done", result, error: null });
         recompute();

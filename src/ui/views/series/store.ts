@@ -102,11 +102,9 @@ export const useSeries = create<SeriesState>()((set, get) => {
 
   async function readAll(mine: number): Promise<void> {
     await reader.read<Omit<Extract<SeriesFileResult, { ok: true }>, "ok">>({
-      ids: get().entries.map((e) => e.id),
-      entry: (id) => get().entries.find((e) => e.id === id),
+      entries: () => get().entries,
       current: () => generation === mine,
-      status: (id, status) => patch(id, { status }),
-      failed: (id, error) => patch(id, { status: "error", error }),
+      mark: patch,
       done: (id, result) => {
         patch(id, { status: "done", summary: result.summary, error: null });
         recompute();
