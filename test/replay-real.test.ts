@@ -155,19 +155,25 @@ describe.skipIf(!HAVE_REAL)("replay of the real snapshots", () => {
       for (const m of r.markers.snapshot) expect(m.replayedActiveBytes).toBe(m.recordedActiveBytes);
       expect(r.markers.oom.map((o) => [o.requestedBytes, o.deviceFreeBytes])).toEqual(p.oom);
 
-      // State at random events equals the naive replay; the peak's composition sums exactly.
-      const rand = rng(p.entries);
-      for (let n = 0; n < 25; n++) {
-        const i = n === 0 ? -1 : n === 1 ? r.length - 1 : Math.floor(rand() * r.length);
-        const got = new Map<number, { requested: number; pending: boolean }>();
-        const A = r.allocations;
-        for (const k of liveAllocationsAt(r, i)) {
-          const fr = A.freeRequestedEvent[k];
-          got.set(A.address[k], { requested: A.requestedBytes[k], pending: !(fr === NEVER || fr > i) });
+      // State at random events equals the naive replay, both ways the live set is found (a pass over the
+      // allocations until the checkpoints are built, then the checkpoints); the peak's composition sums
+      // exactly.
+      for (const checkpoints of [false, true]) {
+        if (checkpoints) expect(r.checkpoints.length).toBeGreaterThan(0);
+        expect(r.checkpointsBuilt).toBe(checkpoints);
+        const rand = rng(p.entries);
+        for (let n = 0; n < 25; n++) {
+          const i = n === 0 ? -1 : n === 1 ? r.length - 1 : Math.floor(rand() * r.length);
+          const got = new Map<number, { requested: number; pending: boolean }>();
+          const A = r.allocations;
+          for (const k of liveAllocationsAt(r, i)) {
+            const fr = A.freeRequestedEvent[k];
+            got.set(A.address[k], { requested: A.requestedBytes[k], pending: !(fr === NEVER || fr > i) });
+          }
+          expect(got).toEqual(naiveLive(model, p.device, i));
+          const st = stateAt(r, i);
+          expect(st.allocation.length).toBe(got.size);
         }
-        expect(got).toEqual(naiveLive(model, p.device, i));
-        const st = stateAt(r, i);
-        expect(st.allocation.length).toBe(got.size);
       }
       // Every device here has trace entries (Python counted them): there is a peak event.
       expect(r.peakEvent).not.toBeNull();

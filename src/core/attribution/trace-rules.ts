@@ -50,7 +50,7 @@ export interface TraceLifetimes {
   end: Int32Array;
   /** Per entry: 1 for the free that closes an allocation made before the trace (the free_requested, or a
    * free_completed with no request before it: the entry the replay takes such an allocation from). */
-  freesBeforeTrace: Int32Array;
+  freesBeforeTrace: Uint8Array;
   /** Per entry: phase (Phase) of the entry's stack; engine-thread entries are backward. */
   phase: Uint8Array;
   /** Per entry: a counter that moves on whenever the phase changes (entries of no phase keep the run). */
@@ -186,7 +186,7 @@ const PENDING = -2;
 function pairLifetimes(t: Trace, kinds: Uint8Array, blockAddresses: Set<number> | undefined) {
   const n = t.length;
   const end = new Int32Array(n).fill(n);
-  const freesBeforeTrace = new Int32Array(n);
+  const freesBeforeTrace = new Uint8Array(n);
   const lastAlloc = new Map<number, number>();
   const open = new AddressMap(Math.min(n, 1 << 16));
   const { action, addr, stack, isWorkspace } = t;

@@ -1143,6 +1143,9 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
     get checkpoints(): Int32Array[] {
       return checkpointsNow().list;
     },
+    get checkpointsBuilt(): boolean {
+      return cps !== null;
+    },
     extents,
     markers,
     anomalies,

@@ -232,6 +232,8 @@ export interface Replay {
   readonly checkpointEvery: number;
   /** checkpoints[c]: allocations active before event c·checkpointEvery; built on first access. */
   readonly checkpoints: Int32Array[];
+  /** False until `checkpoints` is first read (state queries before that pass over the allocations). */
+  readonly checkpointsBuilt?: boolean;
   extents: ReservedExtents;
   markers: ReplayMarkers;
   anomalies: ReplayAnomalies;

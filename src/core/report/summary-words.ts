@@ -10,7 +10,7 @@ import type { PeakReport } from "../replay/report";
 import { oomSummaries } from "../replay/state";
 import type { Replay } from "../replay/types";
 import { formatBytes } from "../units";
-import { PHASE_NAMES, tracePhases } from "../whatif/phases";
+import { PHASE_NAMES, runPhaseAt } from "../whatif/phases";
 
 export type PeakPhase = "forward" | "backward" | "optimizer" | "parameters";
 
@@ -76,10 +76,7 @@ export function peakPhase(
   event: number | null,
 ): PeakPhase | null {
   if (event === null || event < 0) return null;
-  const ph = tracePhases(model, model.traces[r.device] ?? null, a.stackRule);
-  const run = ph.run[event];
-  if (run === undefined || run < 0) return null;
-  const name = PHASE_NAMES[ph.runPhase[run]];
+  const name = PHASE_NAMES[runPhaseAt(model, model.traces[r.device] ?? null, a.stackRule, event)];
   return name === "none" || name === undefined ? null : name;
 }
 

@@ -68,21 +68,47 @@ export function tracePhases(model: SnapshotModel, trace: TraceTable | null, stac
   return phases;
 }
 
+/**
+ * The phase of the run event i is in (0: none, before the first phased entry): the phase of the last
+ * phased entry at or before it. From the phases when they are computed; otherwise a walk back from i,
+ * which is all a report asks for (the peak's phase) and far shorter than the trace.
+ */
+export function runPhaseAt(
+  model: SnapshotModel,
+  trace: TraceTable | null,
+  stackRule: Uint8Array,
+  i: number,
+): number {
+  if (!trace || i < 0 || i >= trace.length) return Phase.none;
+  const hit = computed.get(trace);
+  if (hit && hit.stackRule === stackRule) {
+    const run = hit.phases.run[i];
+    return run < 0 ? Phase.none : hit.phases.runPhase[run];
+  }
+  const pythonOnly = isPythonOnly(model);
+  for (let j = i; j >= 0; j--) {
+    const p = entryPhase(trace, j, stackRule, pythonOnly);
+    if (p) return p;
+  }
+  return Phase.none;
+}
+
+/** The phase of entry i itself (0: none), as phasesOf assigns it. */
+function entryPhase(trace: TraceTable, i: number, stackRule: Uint8Array, pythonOnly: boolean): number {
+  const a = trace.action[i];
+  if (a > Action.segment_unmap || trace.isWorkspace[i]) return Phase.none; // not a memory action
+  const s = trace.stack[i];
+  // stacks='python': frame-less allocs and frees are the autograd engine's threads.
+  if (s === EMPTY_STACK) return pythonOnly && a <= Action.free_completed ? Phase.backward : Phase.none;
+  return RULE_PHASE[stackRule[s]];
+}
+
 function phasesOf(model: SnapshotModel, trace: TraceTable | null, stackRule: Uint8Array): Phases {
   const n = trace?.length ?? 0;
   const phase = new Uint8Array(n);
   if (trace) {
     const pythonOnly = isPythonOnly(model);
-    const { action, stack, isWorkspace } = trace;
-    for (let i = 0; i < n; i++) {
-      const a = action[i];
-      if (a > Action.segment_unmap || isWorkspace[i]) continue; // not a memory action
-      const s = stack[i];
-      if (s === EMPTY_STACK) {
-        // stacks='python': frame-less allocs and frees are the autograd engine's threads.
-        if (pythonOnly && a <= Action.free_completed) phase[i] = Phase.backward;
-      } else phase[i] = RULE_PHASE[stackRule[s]];
-    }
+    for (let i = 0; i < n; i++) phase[i] = entryPhase(trace, i, stackRule, pythonOnly);
   }
   const run = new Int32Array(n).fill(-1);
   const starts: number[] = [];

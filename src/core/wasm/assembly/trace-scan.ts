@@ -797,14 +797,10 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
       p += 5;
       kind = V_NUM;
     } else if (op === LONG1 && <i32>load<u8>(IN + p + 1) <= 6) {
+      // one 8-byte load (p + 10 <= end here), its low n bytes kept and sign-extended: n ≤ 6 fits 2^53
       const n = <i32>load<u8>(IN + p + 1);
-      let v: i64 = 0;
-      for (let i = n - 1; i >= 0; i--) v = (v << 8) | <i64>load<u8>(IN + p + 2 + i);
-      if (n > 0) {
-        const shift = <i64>(64 - 8 * n);
-        v = (v << shift) >> shift; // sign-extend
-      }
-      num = <f64>v;
+      const shift = <i64>(64 - 8 * n);
+      num = n > 0 ? <f64>((load<i64>(IN + p + 2) << shift) >> shift) : 0;
       p += 2 + n;
       kind = V_NUM;
     } else if (op === BINGET || op === LONG_BINGET) {
