@@ -3,6 +3,7 @@
 // computed once per distinct frame and once per distinct stack, then looked up per row.
 
 import { BlockState, EMPTY_STACK, NO_STRING, type SnapshotModel } from "../model/types";
+import { tracePairing } from "../replay/pairing";
 import {
   type BlockAttribution,
   inferBeforeTrace,
@@ -492,6 +493,7 @@ export function attribute(model: SnapshotModel): Attribution {
       cat,
       rule,
       blockAddresses.get(t.device),
+      tracePairing(model, t),
     );
     for (let i = 0; i < t.length; i++) {
       if (t.stack[i] === EMPTY_STACK && (rule[i] === RULE_ENGINE_NO_STACK || rule[i] === RULE_IN_FLIGHT)) {

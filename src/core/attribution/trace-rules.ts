@@ -4,7 +4,8 @@
 // it outlived the phase that made it.
 
 import { Action, EMPTY_STACK, type SnapshotModel } from "../model/types";
-import { AddressMap } from "../replay/addr-map";
+import type { Paired } from "../replay/pairing";
+import { NEVER, Origin } from "../replay/types";
 import { RULES, RuleId } from "./rules";
 
 type Trace = SnapshotModel["traces"][number];
@@ -84,6 +85,7 @@ export function refineFromTrace(
   cat: Uint8Array,
   rule: Uint8Array,
   blockAddresses: Set<number> | undefined,
+  paired: Paired,
 ): TraceLifetimes {
   const n = t.length;
   const engine = new Uint8Array(n);
@@ -111,9 +113,9 @@ export function refineFromTrace(
     mainPrefix[i + 1] = mainPrefix[i] + main;
   }
 
-  const { end, freesBeforeTrace, lastAlloc, freesCarryAllocationStack } = pairLifetimes(
+  const { end, freesBeforeTrace, lastAlloc, freesCarryAllocationStack } = lifetimesOf(
     t,
-    kinds,
+    paired,
     blockAddresses,
   );
 
@@ -173,51 +175,47 @@ export function refineFromTrace(
   return { end, freesBeforeTrace, phase, phaseRun, runPhase, lastAlloc, freesCarryAllocationStack };
 }
 
-// Address-map values: ≥ 0 an open allocation (its alloc entry); OPEN_NONE nothing open; PENDING freed by
-// the program (free_requested), waiting for its free_completed.
-const OPEN_NONE = -1;
-const PENDING = -2;
-
 /**
- * Pairs allocs with frees by (address, ordinal), as the replay does: an alloc opens an allocation; its
- * free_requested ends it for the program (free_completed may follow); a free at an address with nothing
- * open frees an allocation made before the trace.
+ * The lifetimes the rules read, off the replay's pass 1 (replay/pairing.ts: allocs and frees paired by
+ * address and ordinal): an alloc ends at its free_requested, else its free_completed, else the alloc that
+ * reused its address (the allocation's freeRequestedEvent); a free that opens an allocation made before
+ * the trace is where the replay takes that allocation from.
  */
-function pairLifetimes(t: Trace, kinds: Uint8Array, blockAddresses: Set<number> | undefined) {
+function lifetimesOf(t: Trace, p: Paired, blockAddresses: Set<number> | undefined) {
   const n = t.length;
   const end = new Int32Array(n).fill(n);
   const freesBeforeTrace = new Uint8Array(n);
-  const lastAlloc = new Map<number, number>();
-  const open = new AddressMap(Math.min(n, 1 << 16));
-  const { action, addr, stack, isWorkspace } = t;
+  const { action, stack } = t;
+  const eventAllocation = p.eventAllocation;
+  const { origin, allocEvent, freeRequestedEvent: freeReq, freeCompletedEvent: freeComp } = p.table;
   let sameStack = 0;
   let otherStack = 0;
   for (let i = 0; i < n; i++) {
-    const k = kinds[action[i]];
-    if ((k !== Kind.alloc && k !== Kind.free) || isWorkspace[i]) continue;
-    const a = addr[i];
-    if (Number.isNaN(a)) continue;
-    const slot = open.slot(a, OPEN_NONE);
-    const v = open.values[slot];
-    if (k === Kind.alloc) {
-      if (v >= 0) end[v] = i; // alloc over a live address: the old allocation ends here
-      open.values[slot] = i;
-      if (blockAddresses?.has(a)) lastAlloc.set(a, i);
+    const k = eventAllocation[i];
+    if (k < 0) continue; // no alloc or free (or a workspace entry, or one without an address)
+    if (action[i] === Action.alloc) {
+      if (freeReq[k] !== NEVER) end[i] = freeReq[k];
       continue;
     }
-    const requested = action[i] === Action.free_requested;
-    if (v >= 0) {
-      end[v] = i;
-      open.values[slot] = requested ? PENDING : OPEN_NONE;
-      if (sameStack + otherStack < 4096 && stack[v] !== EMPTY_STACK && stack[i] !== EMPTY_STACK) {
-        if (stack[v] === stack[i]) sameStack++;
-        else otherStack++;
+    const o = origin[k];
+    if (o === Origin.trace) {
+      // the free that ended an allocation of the trace for the program: do frees carry its stack?
+      if (freeReq[k] === i && sameStack + otherStack < 4096) {
+        const s = stack[allocEvent[k]];
+        if (s !== EMPTY_STACK && stack[i] !== EMPTY_STACK) {
+          if (s === stack[i]) sameStack++;
+          else otherStack++;
+        }
       }
-    } else if (v === PENDING) {
-      if (!requested) open.values[slot] = OPEN_NONE; // its free_completed
-    } else {
-      freesBeforeTrace[i] = 1;
-      open.values[slot] = requested ? PENDING : OPEN_NONE;
+    } else if (o === Origin.beforeTraceFreed ? freeReq[k] === i : freeComp[k] === i) freesBeforeTrace[i] = 1;
+  }
+  // the last alloc entry at each live block's address (pass 1 kept it per address)
+  const lastAlloc = new Map<number, number>();
+  const last = p.map.second;
+  if (blockAddresses && last) {
+    for (const a of blockAddresses) {
+      const slot = p.map.find(a);
+      if (slot >= 0 && last[slot] >= 0) lastAlloc.set(a, last[slot]);
     }
   }
   return {

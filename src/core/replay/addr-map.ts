@@ -7,15 +7,18 @@ const EMPTY = Number.NaN;
 export class AddressMap {
   keys: Float64Array;
   values: Int32Array;
+  /** A second int32 per address when asked for (-1 until written), e.g. the last alloc there. */
+  second: Int32Array | null;
   private mask: number;
   size = 0;
 
   /** `expected`: a guess at the number of distinct addresses; the table grows past it. */
-  constructor(expected: number) {
+  constructor(expected: number, withSecond = false) {
     let cap = 16;
     while (cap < expected * 2) cap *= 2;
     this.keys = new Float64Array(cap).fill(EMPTY);
     this.values = new Int32Array(cap);
+    this.second = withSecond ? new Int32Array(cap) : null;
     this.mask = cap - 1;
   }
 
@@ -56,6 +59,7 @@ export class AddressMap {
     }
     keys[i] = addr;
     this.values[i] = initial;
+    if (this.second) this.second[i] = -1;
     this.size++;
     return i;
   }
@@ -63,14 +67,19 @@ export class AddressMap {
   private grow(): void {
     const oldKeys = this.keys;
     const oldValues = this.values;
+    const oldSecond = this.second;
     const cap = oldKeys.length * 2;
     this.keys = new Float64Array(cap).fill(EMPTY);
     this.values = new Int32Array(cap);
+    if (oldSecond) this.second = new Int32Array(cap);
     this.mask = cap - 1;
     this.size = 0;
     for (let i = 0; i < oldKeys.length; i++) {
       const k = oldKeys[i];
-      if (!Number.isNaN(k)) this.values[this.slot(k, 0)] = oldValues[i];
+      if (Number.isNaN(k)) continue;
+      const j = this.slot(k, 0);
+      this.values[j] = oldValues[i];
+      if (oldSecond) (this.second as Int32Array)[j] = oldSecond[i];
     }
   }
 }

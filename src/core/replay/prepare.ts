@@ -11,7 +11,7 @@ import {
   type TraceTable,
 } from "../model/types";
 import { exactBytesShort } from "../units";
-import { AddressMap } from "./addr-map";
+import type { AddressMap } from "./addr-map";
 import { type CategoryIndex, categoryColumns, categoryIndex } from "./categories";
 import {
   applySegmentEvent,
@@ -22,6 +22,14 @@ import {
   intervalOf,
   type ReservedExtents,
 } from "./extents";
+import {
+  countFinalBlocks,
+  growAllocationTable,
+  Kind,
+  type Paired,
+  pairEntries,
+  takePairing,
+} from "./pairing";
 import {
   fittedBlockSize,
   fittedBlockSizeAtStart,
@@ -51,25 +59,6 @@ import {
 
 const DEFAULT_CHECKPOINT_EVERY = 1024;
 
-function newAllocationTable(cap: number): AllocationTable {
-  return {
-    length: 0,
-    address: new Float64Array(cap),
-    requestedBytes: new Float64Array(cap),
-    sizeBytes: new Float64Array(cap),
-    sizeSource: new Uint8Array(cap),
-    origin: new Uint8Array(cap),
-    allocEvent: new Int32Array(cap),
-    freeRequestedEvent: new Int32Array(cap),
-    freeCompletedEvent: new Int32Array(cap),
-    category: new Uint8Array(cap),
-    site: new Int32Array(cap),
-    stack: new Int32Array(cap),
-    stream: new Int32Array(cap),
-    block: new Int32Array(cap),
-  };
-}
-
 /** Views of the first `length` rows (capacity is close to the length: no copy). */
 function trimAllocationTable(t: AllocationTable): AllocationTable {
   const n = t.length;
@@ -89,25 +78,6 @@ function trimAllocationTable(t: AllocationTable): AllocationTable {
     stream: t.stream.subarray(0, n),
     block: t.block.subarray(0, n),
   };
-}
-
-function growAllocationTable(t: AllocationTable, cap: number): AllocationTable {
-  const g = newAllocationTable(cap);
-  g.length = t.length;
-  g.address.set(t.address);
-  g.requestedBytes.set(t.requestedBytes);
-  g.sizeBytes.set(t.sizeBytes);
-  g.sizeSource.set(t.sizeSource);
-  g.origin.set(t.origin);
-  g.allocEvent.set(t.allocEvent);
-  g.freeRequestedEvent.set(t.freeRequestedEvent);
-  g.freeCompletedEvent.set(t.freeCompletedEvent);
-  g.category.set(t.category);
-  g.site.set(t.site);
-  g.stack.set(t.stack);
-  g.stream.set(t.stream);
-  g.block.set(t.block);
-  return g;
 }
 
 /**
@@ -237,133 +207,6 @@ function annotationSpans(
     }
   }
   return spans;
-}
-
-interface Paired {
-  table: AllocationTable;
-  count: number;
-  eventAllocation: Int32Array;
-  /** What each event does to its allocation (Kind). */
-  eventKind: Uint8Array;
-  implicitCloses: Map<number, number>;
-  map: AddressMap;
-}
-
-/** What an event does to its allocation, decided by pass 1. */
-const Kind = {
-  none: 0,
-  /** opens the allocation: allocated and active grow */
-  alloc: 1,
-  /** the user's free: allocated shrinks */
-  freeRequested: 2,
-  /** the block returns to the pool: active shrinks */
-  freeCompleted: 3,
-  /** free_completed with no free_requested before it: both shrink */
-  freeBoth: 4,
-} as const;
-
-/** Pass 1: pairs alloc / free_requested / free_completed entries by (address, ordinal). */
-function pairEntries(
-  n: number,
-  action: Uint8Array,
-  isWorkspace: Uint8Array,
-  addrCol: Float64Array,
-  sizeCol: Float64Array,
-  capacity: number,
-  anomalies: ReplayAnomalies,
-): Paired {
-  let A = newAllocationTable(capacity);
-  let pAddr = A.address;
-  let pReq = A.requestedBytes;
-  let pFreeReq = A.freeRequestedEvent;
-  let pFreeComp = A.freeCompletedEvent;
-  let pAllocEv = A.allocEvent;
-  let pOrigin = A.origin;
-  let count = 0;
-  const eventAllocation = new Int32Array(n).fill(-1);
-  const eventKind = new Uint8Array(n);
-  const implicitCloses = new Map<number, number>();
-  // Addresses are reused heavily: start with the smallest table (cache-resident) and let it grow; the
-  // warm-up file (workers/warm-up.ts) then makes it probe and grow too, before a user's file does.
-  const map = new AddressMap(0);
-  for (let i = 0; i < n; i++) {
-    const a = action[i];
-    if (a > Action.free_completed || isWorkspace[i]) continue;
-    const addr = addrCol[i];
-    if (Number.isNaN(addr)) {
-      anomalies.entriesWithoutAddress++;
-      continue;
-    }
-    const slot = map.slot(addr, -1);
-    const values = map.values;
-    const open = values[slot];
-    let k = open;
-    if (a === Action.alloc || open < 0) {
-      // A new allocation: this alloc, or one made before the trace that this free reveals.
-      if (count === pAddr.length) {
-        A.length = count;
-        A = growAllocationTable(A, Math.ceil(count * 1.5) + 1024);
-        pAddr = A.address;
-        pReq = A.requestedBytes;
-        pFreeReq = A.freeRequestedEvent;
-        pFreeComp = A.freeCompletedEvent;
-        pAllocEv = A.allocEvent;
-        pOrigin = A.origin;
-      }
-      k = count++;
-      pAddr[k] = addr;
-      pReq[k] = sizeCol[i];
-      pFreeReq[k] = NEVER;
-      pFreeComp[k] = NEVER;
-      eventAllocation[i] = k;
-      if (a === Action.alloc) {
-        eventKind[i] = Kind.alloc;
-        pOrigin[k] = Origin.trace;
-        pAllocEv[k] = i;
-        if (open >= 0) {
-          anomalies.allocOverLive++;
-          if (pFreeReq[open] === NEVER) pFreeReq[open] = i;
-          pFreeComp[open] = i;
-          implicitCloses.set(i, open);
-        }
-        values[slot] = k;
-      } else if (a === Action.free_requested) {
-        eventKind[i] = Kind.freeRequested;
-        pOrigin[k] = Origin.beforeTraceFreed;
-        pAllocEv[k] = BEFORE_TRACE;
-        pFreeReq[k] = i;
-        values[slot] = k;
-        anomalies.freesOfAllocationsBeforeTrace++;
-      } else {
-        eventKind[i] = Kind.freeCompleted;
-        pOrigin[k] = Origin.beforeTracePending;
-        pAllocEv[k] = BEFORE_TRACE;
-        pFreeReq[k] = BEFORE_TRACE;
-        pFreeComp[k] = i;
-        anomalies.freesOfAllocationsBeforeTrace++;
-      }
-      continue;
-    }
-    eventAllocation[i] = k;
-    if (a === Action.free_requested) {
-      if (pFreeReq[k] !== NEVER) anomalies.repeatedFreeRequested++;
-      else {
-        pFreeReq[k] = i;
-        eventKind[i] = Kind.freeRequested;
-      }
-    } else {
-      // free_completed
-      if (pFreeReq[k] === NEVER) {
-        pFreeReq[k] = i;
-        anomalies.completedWithoutRequest++;
-        eventKind[i] = Kind.freeBoth;
-      } else eventKind[i] = Kind.freeCompleted;
-      pFreeComp[k] = i;
-      values[slot] = -1;
-    }
-  }
-  A.length = count;
-  return { table: A, count, eventAllocation, eventKind, implicitCloses, map };
 }
 
 /**
@@ -528,21 +371,6 @@ function prescan(model: SnapshotModel, c: Columns): Scan {
     hasTime,
     x,
   };
-}
-
-function countFinalBlocks(model: SnapshotModel, device: number): number {
-  const segs = model.segments;
-  const state = model.blocks.state;
-  let finalBlocks = 0;
-  for (let s = 0; s < segs.length; s++) {
-    if (segs.device[s] !== device) continue;
-    const end = segs.firstBlock[s] + segs.blockCount[s];
-    for (let b = segs.firstBlock[s]; b < end; b++) {
-      const st = state[b];
-      if (st === BlockState.active_allocated || st === BlockState.active_pending_free) finalBlocks++;
-    }
-  }
-  return finalBlocks;
 }
 
 /** traceBeforeCategory's "nothing inferred". */
@@ -1062,15 +890,10 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
 
   // Pass 1: pair allocs and frees by (address, ordinal). Allocations: one per alloc entry, per free of
   // an allocation made before the trace, and (added next) per active block the trace never touches.
-  const paired = pairEntries(
-    n,
-    cols.action,
-    cols.isWorkspace,
-    cols.addr,
-    cols.size,
-    scan.allocEvents + finalBlocks + 1024 + (scan.allocEvents >> 4),
-    anomalies,
-  );
+  // (paired already when the attribution read its lifetimes off it: pairing.ts)
+  const paired = trace
+    ? takePairing(model, trace, anomalies)
+    : pairEntries(0, cols.action, cols.isWorkspace, cols.addr, cols.size, finalBlocks + 1024, anomalies);
   const A =
     paired.table.address.length >= paired.count + finalBlocks
       ? paired.table

@@ -1,0 +1,243 @@
+// Pass 1 of the replay: every alloc, free_requested and free_completed entry paired with the others at
+// its address, by ordinal. Done once per trace: the attribution reads its lifetimes off it
+// (attribution/trace-rules.ts, before any replay exists) and the replay then takes it over (prepare.ts),
+// so the addresses of a trace are hashed once, not once for each.
+
+import { Action, BlockState, type SnapshotModel, type TraceTable } from "../model/types";
+import { AddressMap } from "./addr-map";
+import { type AllocationTable, BEFORE_TRACE, NEVER, Origin, type ReplayAnomalies } from "./types";
+
+export function newAllocationTable(cap: number): AllocationTable {
+  return {
+    length: 0,
+    address: new Float64Array(cap),
+    requestedBytes: new Float64Array(cap),
+    sizeBytes: new Float64Array(cap),
+    sizeSource: new Uint8Array(cap),
+    origin: new Uint8Array(cap),
+    allocEvent: new Int32Array(cap),
+    freeRequestedEvent: new Int32Array(cap),
+    freeCompletedEvent: new Int32Array(cap),
+    category: new Uint8Array(cap),
+    site: new Int32Array(cap),
+    stack: new Int32Array(cap),
+    stream: new Int32Array(cap),
+    block: new Int32Array(cap),
+  };
+}
+
+export function growAllocationTable(t: AllocationTable, cap: number): AllocationTable {
+  const g = newAllocationTable(cap);
+  g.length = t.length;
+  g.address.set(t.address);
+  g.requestedBytes.set(t.requestedBytes);
+  g.sizeBytes.set(t.sizeBytes);
+  g.sizeSource.set(t.sizeSource);
+  g.origin.set(t.origin);
+  g.allocEvent.set(t.allocEvent);
+  g.freeRequestedEvent.set(t.freeRequestedEvent);
+  g.freeCompletedEvent.set(t.freeCompletedEvent);
+  g.category.set(t.category);
+  g.site.set(t.site);
+  g.stack.set(t.stack);
+  g.stream.set(t.stream);
+  g.block.set(t.block);
+  return g;
+}
+
+export interface Paired {
+  table: AllocationTable;
+  count: number;
+  eventAllocation: Int32Array;
+  /** What each event does to its allocation (Kind). */
+  eventKind: Uint8Array;
+  implicitCloses: Map<number, number>;
+  map: AddressMap;
+}
+
+/** What an event does to its allocation, decided by pass 1. */
+export const Kind = {
+  none: 0,
+  /** opens the allocation: allocated and active grow */
+  alloc: 1,
+  /** the user's free: allocated shrinks */
+  freeRequested: 2,
+  /** the block returns to the pool: active shrinks */
+  freeCompleted: 3,
+  /** free_completed with no free_requested before it: both shrink */
+  freeBoth: 4,
+} as const;
+
+/** Pass 1: pairs alloc / free_requested / free_completed entries by (address, ordinal). */
+export function pairEntries(
+  n: number,
+  action: Uint8Array,
+  isWorkspace: Uint8Array,
+  addrCol: Float64Array,
+  sizeCol: Float64Array,
+  capacity: number,
+  anomalies: PairingAnomalies,
+): Paired {
+  let A = newAllocationTable(capacity);
+  let pAddr = A.address;
+  let pReq = A.requestedBytes;
+  let pFreeReq = A.freeRequestedEvent;
+  let pFreeComp = A.freeCompletedEvent;
+  let pAllocEv = A.allocEvent;
+  let pOrigin = A.origin;
+  let count = 0;
+  const eventAllocation = new Int32Array(n).fill(-1);
+  const eventKind = new Uint8Array(n);
+  const implicitCloses = new Map<number, number>();
+  // Addresses are reused heavily: start with the smallest table (cache-resident) and let it grow; the
+  // warm-up file (workers/warm-up.ts) then makes it probe and grow too, before a user's file does.
+  // (its second column: the last alloc entry at each address, which the attribution looks live blocks up by)
+  const map = new AddressMap(0, true);
+  for (let i = 0; i < n; i++) {
+    const a = action[i];
+    if (a > Action.free_completed || isWorkspace[i]) continue;
+    const addr = addrCol[i];
+    if (Number.isNaN(addr)) {
+      anomalies.entriesWithoutAddress++;
+      continue;
+    }
+    const slot = map.slot(addr, -1);
+    const values = map.values;
+    const open = values[slot];
+    let k = open;
+    if (a === Action.alloc || open < 0) {
+      // A new allocation: this alloc, or one made before the trace that this free reveals.
+      if (count === pAddr.length) {
+        A.length = count;
+        A = growAllocationTable(A, Math.ceil(count * 1.5) + 1024);
+        pAddr = A.address;
+        pReq = A.requestedBytes;
+        pFreeReq = A.freeRequestedEvent;
+        pFreeComp = A.freeCompletedEvent;
+        pAllocEv = A.allocEvent;
+        pOrigin = A.origin;
+      }
+      k = count++;
+      pAddr[k] = addr;
+      pReq[k] = sizeCol[i];
+      pFreeReq[k] = NEVER;
+      pFreeComp[k] = NEVER;
+      eventAllocation[i] = k;
+      if (a === Action.alloc) {
+        eventKind[i] = Kind.alloc;
+        pOrigin[k] = Origin.trace;
+        pAllocEv[k] = i;
+        if (open >= 0) {
+          anomalies.allocOverLive++;
+          if (pFreeReq[open] === NEVER) pFreeReq[open] = i;
+          pFreeComp[open] = i;
+          implicitCloses.set(i, open);
+        }
+        values[slot] = k;
+        (map.second as Int32Array)[slot] = i;
+      } else if (a === Action.free_requested) {
+        eventKind[i] = Kind.freeRequested;
+        pOrigin[k] = Origin.beforeTraceFreed;
+        pAllocEv[k] = BEFORE_TRACE;
+        pFreeReq[k] = i;
+        values[slot] = k;
+        anomalies.freesOfAllocationsBeforeTrace++;
+      } else {
+        eventKind[i] = Kind.freeCompleted;
+        pOrigin[k] = Origin.beforeTracePending;
+        pAllocEv[k] = BEFORE_TRACE;
+        pFreeReq[k] = BEFORE_TRACE;
+        pFreeComp[k] = i;
+        anomalies.freesOfAllocationsBeforeTrace++;
+      }
+      continue;
+    }
+    eventAllocation[i] = k;
+    if (a === Action.free_requested) {
+      if (pFreeReq[k] !== NEVER) anomalies.repeatedFreeRequested++;
+      else {
+        pFreeReq[k] = i;
+        eventKind[i] = Kind.freeRequested;
+      }
+    } else {
+      // free_completed
+      if (pFreeReq[k] === NEVER) {
+        pFreeReq[k] = i;
+        anomalies.completedWithoutRequest++;
+        eventKind[i] = Kind.freeBoth;
+      } else eventKind[i] = Kind.freeCompleted;
+      pFreeComp[k] = i;
+      values[slot] = -1;
+    }
+  }
+  A.length = count;
+  return { table: A, count, eventAllocation, eventKind, implicitCloses, map };
+}
+
+/** The anomalies pass 1 counts (the replay adds them to its own). */
+type PairingAnomalies = Pick<
+  ReplayAnomalies,
+  | "entriesWithoutAddress"
+  | "allocOverLive"
+  | "freesOfAllocationsBeforeTrace"
+  | "repeatedFreeRequested"
+  | "completedWithoutRequest"
+>;
+
+interface KeptPairing {
+  paired: Paired;
+  anomalies: PairingAnomalies;
+}
+
+/** Pass 1 of each trace the attribution paired, until its replay takes it (once: the replay writes on it). */
+const kept = new WeakMap<TraceTable, KeptPairing>();
+
+function pairTrace(model: SnapshotModel, trace: TraceTable): KeptPairing {
+  const n = trace.length;
+  const { action, isWorkspace } = trace;
+  let allocEvents = 0;
+  for (let i = 0; i < n; i++) if (action[i] === Action.alloc && !isWorkspace[i]) allocEvents++;
+  const anomalies: PairingAnomalies = {
+    entriesWithoutAddress: 0,
+    allocOverLive: 0,
+    freesOfAllocationsBeforeTrace: 0,
+    repeatedFreeRequested: 0,
+    completedWithoutRequest: 0,
+  };
+  // room for the blocks of the snapshot the trace never touches too (added by the replay)
+  const capacity = allocEvents + countFinalBlocks(model, trace.device) + 1024 + (allocEvents >> 4);
+  const paired = pairEntries(n, action, isWorkspace, trace.addr, trace.sizeBytes, capacity, anomalies);
+  return { paired, anomalies };
+}
+
+/** Pass 1 of `trace`, kept for its replay (the attribution's call). Read it, do not write on it. */
+export function tracePairing(model: SnapshotModel, trace: TraceTable): Paired {
+  let k = kept.get(trace);
+  if (!k) kept.set(trace, (k = pairTrace(model, trace)));
+  return k.paired;
+}
+
+/** Pass 1 of `trace` for its replay: the kept one (handed over once), else paired now; counts anomalies. */
+export function takePairing(model: SnapshotModel, trace: TraceTable, anomalies: ReplayAnomalies): Paired {
+  const k = kept.get(trace) ?? pairTrace(model, trace);
+  kept.delete(trace);
+  for (const key of Object.keys(k.anomalies) as (keyof PairingAnomalies)[])
+    anomalies[key] += k.anomalies[key];
+  return k.paired;
+}
+
+/** Active blocks of the device at the snapshot: each becomes an allocation if the trace never made it. */
+export function countFinalBlocks(model: SnapshotModel, device: number): number {
+  const segs = model.segments;
+  const state = model.blocks.state;
+  let finalBlocks = 0;
+  for (let s = 0; s < segs.length; s++) {
+    if (segs.device[s] !== device) continue;
+    const end = segs.firstBlock[s] + segs.blockCount[s];
+    for (let b = segs.firstBlock[s]; b < end; b++) {
+      const st = state[b];
+      if (st === BlockState.active_allocated || st === BlockState.active_pending_free) finalBlocks++;
+    }
+  }
+  return finalBlocks;
+}
