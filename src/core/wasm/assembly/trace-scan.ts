@@ -647,25 +647,52 @@ function readFrame(op: i32): i32 {
   return op === EMPTY_DICT || op < 0 ? -2 : -1;
 }
 
-function cacheBucket(start: i32): i32 {
-  const k = (load<u32>(IN + start + 1) ^ (load<u32>(IN + start + 5) * 0x9e3779b1)) * 0x85ebca6b;
-  return <i32>(k >>> 16);
+// The cache is keyed by a hash of the whole list. A hash of its first bytes is not enough: with C++
+// frames recorded, every stack starts with the same allocator frames, so nearly all lists shared one
+// bucket and each lookup walked most of the cache (17 entries a lookup on a real training file).
+let listBytes: i32 = 0;
+let listKey: u32 = 0;
+
+/**
+ * Steps over the list at IN + start (its MARK): memo references up to APPENDS. Sets listBytes (MARK …
+ * APPENDS) and listKey (its hash); false if the list holds anything else or the bytes end first.
+ */
+function hashList(start: i32): bool {
+  let q = start + 1;
+  let h: u32 = 0x811c9dc5;
+  for (;;) {
+    if (q >= END) return false;
+    const op = <i32>load<u8>(IN + q);
+    if (op === BINGET) {
+      if (q + 2 > END) return false;
+      h = (h ^ <u32>load<u8>(IN + q + 1)) * 0x01000193;
+      q += 2;
+    } else if (op === LONG_BINGET) {
+      if (q + 5 > END) return false;
+      h = (h ^ (load<u32>(IN + q + 1) + 0x100)) * 0x01000193;
+      q += 5;
+    } else if (op === APPENDS) break;
+    else return false;
+  }
+  listBytes = q + 1 - start;
+  listKey = (h ^ <u32>listBytes) * 0x85ebca6b;
+  return true;
+}
+
+function cacheHead(): i32 {
+  return CACHE_HEADS + (<i32>((listKey >>> 16) & <u32>(CACHE_BUCKETS - 1)) << 2);
 }
 
 /** The stack of the cached list whose bytes start at IN + start (its MARK), or -1; sets `matched`. */
 function cacheMatch(start: i32): i32 {
-  if (start + 9 > END) return -1;
-  const head = CACHE_HEADS + (cacheBucket(start) << 2);
+  if (!hashList(start)) return -1;
+  const n = listBytes;
+  const head = cacheHead();
   let prev = 0;
   for (let e1 = load<i32>(head); e1 !== 0; ) {
     const e = CACHE_ENTRIES + ((e1 - 1) << 4);
     const next = load<i32>(e + 12);
-    const n = load<i32>(e + 4);
-    if (
-      start + n <= END &&
-      <i32>load<u8>(IN + start + n - 1) === APPENDS &&
-      sameBytes(IN + start, load<i32>(e), n)
-    ) {
+    if (load<i32>(e + 4) === n && sameBytes(IN + start, load<i32>(e), n)) {
       if (prev !== 0) {
         // move to the front: the stacks in use now are likely to be met again soon
         store<i32>(CACHE_ENTRIES + ((prev - 1) << 4) + 12, next);
@@ -693,19 +720,11 @@ function cacheAdd(start: i32, stop: i32, stack: i32): void {
   const n = stop - start;
   if (n < MIN_LIST_BYTES || n > MAX_LIST_BYTES) return;
   if (cacheCount >= CACHE_CAP || cachePoolUsed + n > CACHE_POOL_BYTES) return;
-  if (<i32>load<u8>(IN + start) !== MARK || <i32>load<u8>(IN + stop - 1) !== APPENDS) return;
-  let q = start + 1;
-  while (q < stop - 1) {
-    const op = <i32>load<u8>(IN + q);
-    if (op === BINGET) q += 2;
-    else if (op === LONG_BINGET) q += 5;
-    else return;
-  }
-  if (q !== stop - 1) return;
+  if (!hashList(start) || listBytes !== n) return;
   const ptr = CACHE_POOL + cachePoolUsed;
   memory.copy(ptr, IN + start, n);
   cachePoolUsed += n;
-  const head = CACHE_HEADS + (cacheBucket(start) << 2);
+  const head = cacheHead();
   const e = CACHE_ENTRIES + (cacheCount << 4);
   store<i32>(e, ptr);
   store<i32>(e + 4, n);
