@@ -322,6 +322,7 @@ function memoCode(slot: u32): i32 {
   return slot < <u32>MEMO_LEN ? load<i32>(MEMO + ((<i32>slot) << 2)) : 0;
 }
 
+@inline
 function info(code: i32): i32 {
   // shared codes (strs, stacks: nearly all asked) first
   if (code > 0 && code < INFO_CAP >> 1) {
@@ -655,27 +656,32 @@ let listKey: u32 = 0;
 
 /**
  * Steps over the list at IN + start (its MARK): memo references up to APPENDS. Sets listBytes (MARK …
- * APPENDS) and listKey (its hash); false if the list holds anything else or the bytes end first.
+ * APPENDS) and listKey (its hash); false if the list holds anything else, is longer than the cache
+ * keeps, or comes within 5 bytes of the bytes' end (such a list is parsed as if it were not cached).
  */
 function hashList(start: i32): bool {
-  let q = start + 1;
-  let h: u32 = 0x811c9dc5;
+  // Locals, one bound per op, and a Fletcher sum (two adds) rather than a multiply per op: the loop is
+  // bound by its chain of dependent instructions, 40-odd ops a stack.
+  const base = IN;
+  const lim = base + min(END - 5, start + MAX_LIST_BYTES);
+  let q = base + start + 1;
+  let a: u32 = 0;
+  let b: u32 = 0;
   for (;;) {
-    if (q >= END) return false;
-    const op = <i32>load<u8>(IN + q);
+    if (q >= lim) return false;
+    const op = <i32>load<u8>(q);
     if (op === BINGET) {
-      if (q + 2 > END) return false;
-      h = (h ^ <u32>load<u8>(IN + q + 1)) * 0x01000193;
+      a += <u32>load<u8>(q + 1);
       q += 2;
     } else if (op === LONG_BINGET) {
-      if (q + 5 > END) return false;
-      h = (h ^ (load<u32>(IN + q + 1) + 0x100)) * 0x01000193;
+      a += load<u32>(q + 1);
       q += 5;
     } else if (op === APPENDS) break;
     else return false;
+    b += a;
   }
-  listBytes = q + 1 - start;
-  listKey = (h ^ <u32>listBytes) * 0x85ebca6b;
+  listBytes = q + 1 - (base + start);
+  listKey = (b * 0x9e3779b1 + a) * 0x85ebca6b + <u32>listBytes;
   return true;
 }
 
