@@ -322,14 +322,20 @@ function memoCode(slot: u32): i32 {
   return slot < <u32>MEMO_LEN ? load<i32>(MEMO + ((<i32>slot) << 2)) : 0;
 }
 
-@inline
-function info(code: i32): i32 {
-  // shared codes (strs, stacks: nearly all asked) first
-  if (code > 0 && code < INFO_CAP >> 1) {
-    const v = load<i32>(INFO + (code << 3));
-    if (v !== 0) return v;
+// What a memo code stands for: Info.of(code). A static method so that it can carry @inline (on a plain
+// function the decorator is not TypeScript syntax, and the linter would not parse the file); inlined, the
+// per-key lookup is ≈ 0.1 s less on a 1 GB file.
+// biome-ignore lint/complexity/noStaticOnlyClass: the static method exists only to carry @inline
+class Info {
+  @inline
+  static of(code: i32): i32 {
+    // shared codes (strs, stacks: nearly all asked) first
+    if (code > 0 && code < INFO_CAP >> 1) {
+      const v = load<i32>(INFO + (code << 3));
+      if (v !== 0) return v;
+    }
+    return infoSlow(code);
   }
-  return infoSlow(code);
 }
 
 function infoSlow(code: i32): i32 {
@@ -358,7 +364,7 @@ function isEntryStart(pos: i32): bool {
   if (q + 8 > END) return false;
   const op = <i32>load<u8>(IN + q);
   if (op === BINGET || op === LONG_BINGET) {
-    const v = info(memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1)));
+    const v = Info.of(memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1)));
     return (v & 7) === I_STR && ((v >>> 3) & 15) === K_ACTION;
   }
   return (
@@ -532,7 +538,7 @@ function readValue(framesKey: bool): i32 {
       const width = op === BINGET ? 2 : 5;
       if (q + width > END) return 0;
       const code = memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1));
-      const v = info(code);
+      const v = Info.of(code);
       if ((v & 7) === I_STR) {
         vCode = code;
         P = q + width;
@@ -631,7 +637,7 @@ function readFrame(op: i32): i32 {
     const width = op === BINGET ? 2 : 5;
     if (q + width > END) return -2;
     const code = memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1));
-    const v = info(code);
+    const v = Info.of(code);
     const kind = v & 7;
     if (kind === I_FRAME) {
       P = q + width;
@@ -686,7 +692,7 @@ function hashList(start: i32): bool {
 }
 
 function cacheHead(): i32 {
-  return CACHE_HEADS + (<i32>((listKey >>> 16) & <u32>(CACHE_BUCKETS - 1)) << 2);
+  return CACHE_HEADS + ((<i32>((listKey >>> 16) & <u32>(CACHE_BUCKETS - 1))) << 2);
 }
 
 /** The stack of the cached list whose bytes start at IN + start (its MARK), or -1; sets `matched`. */
@@ -806,7 +812,7 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
       if (code === 0) return false;
       p = P;
     } else return false;
-    const ki = info(code);
+    const ki = Info.of(code);
     if ((ki & 7) !== I_STR) return false;
     const key = (ki >>> 3) & 15;
     // the value (p + 11 <= end here)
@@ -830,7 +836,7 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
       kind = V_NUM;
     } else if (op === BINGET || op === LONG_BINGET) {
       const vc = memoCode(op === BINGET ? <u32>load<u8>(IN + p + 1) : <u32>load<i32>(IN + p + 1));
-      const v = info(vc);
+      const v = Info.of(vc);
       if ((v & 7) === I_STR) {
         vCode = vc;
         kind = V_STR;
@@ -849,7 +855,7 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
     switch (key) {
       case K_ACTION: {
         if (kind !== V_STR) return false;
-        action = strAction(vCode, info(vCode));
+        action = strAction(vCode, Info.of(vCode));
         break;
       }
       case K_ADDR:
@@ -875,7 +881,7 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
         compileContext = optString(kind);
         break;
       case K_USER_METADATA:
-        userMetadata = kind === V_STR && (info(vCode) & 0x80) !== 0 ? NO_STRING : optString(kind);
+        userMetadata = kind === V_STR && (Info.of(vCode) & 0x80) !== 0 ? NO_STRING : optString(kind);
         break;
       case K_CATEGORY:
         category = optString(kind);
