@@ -292,7 +292,8 @@ export function scan(pos: i32, end: i32, memoLen: i32, maxMemo: i32, maxRows: i3
   let status = S_NOT_ENTRY;
   for (;;) {
     const q = P;
-    if (q >= END || <i32>load<u8>(IN + q) !== EMPTY_DICT || !isEntryStart(q)) break;
+    // (entry() gives up on a dict whose first key is not "action": not a trace entry)
+    if (q >= END || <i32>load<u8>(IN + q) !== EMPTY_DICT) break;
     if (n >= maxRows) {
       status = S_ROWS_FULL;
       break;
@@ -350,33 +351,6 @@ function infoSlow(code: i32): i32 {
 
 function infoIndex(code: i32): i32 {
   return code > 0 ? code << 1 : (-code << 1) | 1;
-}
-
-/** EMPTY_DICT, an optional memo op, MARK, then the key "action" (from the memo or the bytes)? */
-function isEntryStart(pos: i32): bool {
-  let q = pos + 1;
-  if (q + 8 > END) return false;
-  const m = <i32>load<u8>(IN + q);
-  q += m === MEMOIZE ? 1 : m === BINPUT ? 2 : m === LONG_BINPUT ? 5 : 0;
-  if (<i32>load<u8>(IN + q) !== MARK) return false;
-  q++;
-  while (q < END && <i32>load<u8>(IN + q) === FRAME) q += 9;
-  if (q + 8 > END) return false;
-  const op = <i32>load<u8>(IN + q);
-  if (op === BINGET || op === LONG_BINGET) {
-    const v = Info.of(memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1)));
-    return (v & 7) === I_STR && ((v >>> 3) & 15) === K_ACTION;
-  }
-  return (
-    op === SHORT_BINUNICODE &&
-    load<u8>(IN + q + 1) === 6 &&
-    load<u8>(IN + q + 2) === 0x61 &&
-    load<u8>(IN + q + 3) === 0x63 &&
-    load<u8>(IN + q + 4) === 0x74 &&
-    load<u8>(IN + q + 5) === 0x69 &&
-    load<u8>(IN + q + 6) === 0x6f &&
-    load<u8>(IN + q + 7) === 0x6e
-  );
 }
 
 /** The opcode at P after any FRAME hints, or -1 at the end. */
@@ -815,6 +789,7 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
     const ki = Info.of(code);
     if ((ki & 7) !== I_STR) return false;
     const key = (ki >>> 3) & 15;
+    if (action < 0 && key !== K_ACTION) return false;
     // the value (p + 11 <= end here)
     op = <i32>load<u8>(IN + p);
     let kind: i32;
