@@ -123,6 +123,7 @@ describe.skipIf(!HAVE_WEBASSEMBLY)("WebAssembly trace scanner", () => {
     beforeAll(() => {
       python(["test/gen/generate.py", "variants", join(dir, "variants")]);
       python(["test/gen/generate.py", "memo-overwrite", join(dir, "overwrite.pickle")]);
+      python(["test/gen/generate.py", "key-overwrite", join(dir, "key-overwrite.pickle")]);
       const manifest = JSON.parse(readFileSync(join(dir, "variants/manifest.json"), "utf8")).files as {
         file: string;
         format: string;
@@ -130,7 +131,32 @@ describe.skipIf(!HAVE_WEBASSEMBLY)("WebAssembly trace scanner", () => {
       files = [
         ...manifest.filter((f) => f.format === "pickle").map((f) => join(dir, "variants", f.file)),
         join(dir, "overwrite.pickle"),
+        join(dir, "key-overwrite.pickle"),
       ];
+    });
+
+    it("a key's memo slot overwritten by PUT is read as Python reads it (the per-slot key cache)", () => {
+      const path = join(dir, "key-overwrite.pickle");
+      const expected = JSON.parse(
+        python([
+          "-c",
+          "import json,pickle,sys; d=pickle.load(open(sys.argv[1],'rb')); " +
+            "print(json.dumps([[e.get('size', 0), e.get('device_free')] for e in d['device_traces'][0]]))",
+          path,
+        ]),
+      ) as [number, number | null][];
+      expect(expected.length).toBe(10);
+      // the later entries repeat the earlier ones' bytes, but the slot of "size" now holds "device_free"
+      expect(expected[9]).not.toEqual(expected[4]);
+      const bytes = new Uint8Array(readFileSync(path));
+      const w = read(bytes, "wasm", bytes.length);
+      expect(w.wasm).toBeGreaterThanOrEqual(5); // the WebAssembly scanner read the entries after the PUT
+      const t = w.model.traces[0];
+      const got = Array.from({ length: t.length }, (_, i) => [
+        t.sizeBytes[i],
+        Number.isNaN(t.deviceFreeBytes[i]) ? null : t.deviceFreeBytes[i],
+      ]);
+      expect(got).toEqual(expected);
     });
 
     it("every one reads the same through all three paths, whole and in 1 KiB chunks", () => {

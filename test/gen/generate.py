@@ -137,6 +137,14 @@ def memo_overwrite(out):
     return out
 
 
+def key_overwrite(out):
+    """A hand-assembled pickle whose key memo slot ("size") is overwritten by PUT between identical entries."""
+    from memgen import handpickle
+    with open(out, "wb") as f:
+        f.write(handpickle.key_overwrite())
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -225,6 +233,8 @@ def main(argv=None):
     lb.add_argument("outdir")
     mo = sub.add_parser("memo-overwrite", help=memo_overwrite.__doc__.splitlines()[0])
     mo.add_argument("out")
+    ko = sub.add_parser("key-overwrite", help=key_overwrite.__doc__.splitlines()[0])
+    ko.add_argument("out")
 
     a = p.parse_args(argv)
     if a.cmd == "known":
@@ -258,6 +268,8 @@ def main(argv=None):
         print(json.dumps(libraries(a.outdir)))
     elif a.cmd == "memo-overwrite":
         memo_overwrite(a.out)
+    elif a.cmd == "key-overwrite":
+        key_overwrite(a.out)
     elif a.cmd == "ranks":
         if a.ranks < 1:
             p.error("--ranks must be at least 1")

@@ -104,3 +104,46 @@ def memo_overwrite():
     o.out += b"u"  # SETITEMS (top dict)
     o.out += b"."
     return bytes(o.out)
+
+
+def key_overwrite():
+    """Five entries on device 0, then a PUT puts the str "device_free" in the memo slot that held the key
+    "size", and five more entries whose bytes are the earlier ones' but whose size is now a device_free."""
+    o = Ops()
+    o.out += b"}"
+    o.memoize()
+    o.out += b"("
+    o.str("segments")
+    o.out += b"]"
+    o.memoize()
+    o.str("device_traces")
+    o.out += b"]"
+    o.memoize()
+    o.out += b"("
+    o.out += b"]"  # device 0
+    o.memoize()
+    o.out += b"("
+    slots = {}
+
+    def first():
+        slots["f1"] = o.frame("inner", 10)
+        slots["f2"] = o.frame("outer", 20)
+
+    def again():
+        o.get(slots["f1"])
+        o.get(slots["f2"])
+
+    o.entry(4096, first)
+    for i in range(4):
+        o.entry(8192 + 4096 * i, again)
+    # the str "device_free", stored over the slot of the key "size" by BINPUT, then popped off the stack
+    b = b"device_free"
+    o.out += b"\x8c" + bytes([len(b)]) + b
+    o.out += b"q" + bytes([o.strs["size"]]) + b"0"  # BINPUT, POP
+    for i in range(5):
+        o.entry(65536 + 4096 * i, again)
+    o.out += b"e"  # APPENDS (device 0's entries)
+    o.out += b"e"  # APPENDS (device_traces)
+    o.out += b"u"  # SETITEMS (top dict)
+    o.out += b"."
+    return bytes(o.out)

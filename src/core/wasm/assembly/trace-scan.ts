@@ -103,6 +103,7 @@ const CACHE_POOL_BYTES: i32 = 64 << 20;
 const MIN_LIST_BYTES: i32 = 12;
 const MAX_LIST_BYTES: i32 = 4096;
 const FRAMES_CAP: i32 = 1 << 20;
+const KEY_SLOT_CAP: i32 = 1 << 16;
 
 // Regions (byte addresses, set by init())
 let IN: i32 = 0;
@@ -127,6 +128,7 @@ let CACHE_HEADS: i32 = 0;
 let CACHE_ENTRIES: i32 = 0;
 let CACHE_POOL: i32 = 0;
 let FRAMES: i32 = 0;
+let KEY_SLOTS: i32 = 0;
 let MEMO: i32 = 0;
 
 // State
@@ -201,6 +203,8 @@ export function init(): i32 {
   at = region(at, CACHE_POOL_BYTES);
   FRAMES = at;
   at = region(at, FRAMES_CAP * 4);
+  KEY_SLOTS = at;
+  at = region(at, KEY_SLOT_CAP);
   MEMO = (at + 65535) & ~65535;
   return MEMO;
 }
@@ -273,6 +277,7 @@ export function reset(): void {
 /** Forgets every cached frames list (a memo slot was overwritten: cached bytes may mean other frames). */
 export function clearCache(): void {
   memory.fill(CACHE_HEADS, 0, CACHE_BUCKETS * 8);
+  memory.fill(KEY_SLOTS, 0, KEY_SLOT_CAP);
   cacheCount = 0;
   cachePoolUsed = 0;
 }
@@ -775,6 +780,8 @@ function optString(kind: i32): i32 {
  */
 function entry(pos: i32, row: i32, consumedCode: i32): bool {
   const end = END;
+  // memo slots below this were set before the entry (an entry given up on takes its own slots back)
+  const committed = <u32>MEMO_LEN;
   P = pos + 1;
   if (storeMemo(consumedCode) === -2) return false;
   if (nextOp() !== MARK) return false;
@@ -797,25 +804,31 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
       p++;
       break;
     }
-    // the key: nearly always a memo reference to a str seen before
-    let code: i32;
-    if (op === BINGET) {
-      code = memoCode(<u32>load<u8>(IN + p + 1));
-      p += 2;
-    } else if (op === LONG_BINGET) {
-      code = memoCode(<u32>load<i32>(IN + p + 1));
-      p += 5;
+    // the key: nearly always a memo reference to a str seen before, its key kept per slot (KEY_SLOTS:
+    // key + 1; one load instead of the memo's code and then the code's INFO)
+    let key: i32;
+    if (op === BINGET || op === LONG_BINGET) {
+      const slot = op === BINGET ? <u32>load<u8>(IN + p + 1) : <u32>load<i32>(IN + p + 1);
+      p += op === BINGET ? 2 : 5;
+      let k = slot < <u32>KEY_SLOT_CAP ? <i32>load<u8>(KEY_SLOTS + <i32>slot) : 0;
+      if (k === 0) {
+        const ki = Info.of(memoCode(slot));
+        if ((ki & 7) !== I_STR) return false;
+        k = ((ki >>> 3) & 15) + 1;
+        if (slot < committed && slot < <u32>KEY_SLOT_CAP) store<u8>(KEY_SLOTS + <i32>slot, <u8>k);
+      }
+      key = k - 1;
     } else if (op === SHORT_BINUNICODE || op === BINUNICODE || op === FRAME) {
       P = p;
       op = nextOp();
       if (op !== SHORT_BINUNICODE && op !== BINUNICODE) return false;
-      code = readNewString(op);
+      const code = readNewString(op);
       if (code === 0) return false;
       p = P;
+      const ki = Info.of(code);
+      if ((ki & 7) !== I_STR) return false;
+      key = (ki >>> 3) & 15;
     } else return false;
-    const ki = Info.of(code);
-    if ((ki & 7) !== I_STR) return false;
-    const key = (ki >>> 3) & 15;
     if (action < 0 && key !== K_ACTION) return false;
     // the value (p + 11 <= end here)
     op = <i32>load<u8>(IN + p);
@@ -847,6 +860,19 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
         kind = V_STACK;
       } else return false;
       p += op === BINGET ? 2 : 5;
+    } else if (
+      op === SHORT_BINUNICODE &&
+      <i32>load<u8>(IN + p + 1) === lastStrLen &&
+      p + 2 + lastStrLen <= end &&
+      sameBytes(IN + p + 2, lastStrPtr, lastStrLen)
+    ) {
+      // the str read last, written anew (torch writes compile_context "N/A" in every entry): as
+      // readNewString() would find it, without the calls
+      P = p + 2 + lastStrLen;
+      if (storeMemo(lastStrCode) === -2) return false;
+      vCode = lastStrCode;
+      kind = V_STR;
+      p = P;
     } else {
       P = p;
       kind = readValue(key === K_FRAMES);
