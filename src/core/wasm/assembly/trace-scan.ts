@@ -342,6 +342,17 @@ class Info {
     }
     return infoSlow(code);
   }
+
+  /** The interned string id of the str with memo code `code`. */
+  @inline
+  static intern(code: i32): i32 {
+    const idx = infoIndex(code);
+    if (<u32>idx < <u32>INFO_CAP) {
+      const s = load<i32>(AUX + (idx << 2));
+      if (s !== 0) return s - 1;
+    }
+    return internOf(code);
+  }
 }
 
 function infoSlow(code: i32): i32 {
@@ -677,17 +688,23 @@ function cacheHead(): i32 {
   return CACHE_HEADS + ((<i32>((listKey >>> 16) & <u32>(CACHE_BUCKETS - 1))) << 2);
 }
 
+/** hi · 2^32 + lo (folded to a constant where the arguments are: -O3 inlines it). */
+function u64of(hi: u32, lo: u32): u64 {
+  return ((<u64>hi) << 32) | <u64>lo;
+}
+
 /** The bucket of the lists whose first PREFIX_BYTES are those at IN + start (start + PREFIX_BYTES ≤ END). */
 function prefixHead(start: i32): i32 {
   const p = IN + start;
-  // independent multiplies, summed: no chain from one word to the next
+  // independent multiplies, summed: no chain from one word to the next (each odd 64-bit constant
+  // written as two halves: a literal past 2^53 is not a JavaScript number, and the linter reads this file)
   let h: u64 =
-    load<u64>(p) * 0x9e3779b97f4a7c15 +
-    load<u64>(p + 8) * 0xc2b2ae3d27d4eb4f +
-    load<u64>(p + 16) * 0x165667b19e3779f9 +
-    load<u64>(p + 24) * 0x27d4eb2f165667c5 +
-    load<u64>(p + 32) * 0x85ebca77c2b2ae63 +
-    load<u64>(p + 40) * 0xff51afd7ed558ccd;
+    load<u64>(p) * u64of(0x9e3779b9, 0x7f4a7c15) +
+    load<u64>(p + 8) * u64of(0xc2b2ae3d, 0x27d4eb4f) +
+    load<u64>(p + 16) * u64of(0x165667b1, 0x9e3779f9) +
+    load<u64>(p + 24) * u64of(0x27d4eb2f, 0x165667c5) +
+    load<u64>(p + 32) * u64of(0x85ebca77, 0xc2b2ae63) +
+    load<u64>(p + 40) * u64of(0xff51afd7, 0xed558ccd);
   h ^= h >>> 29;
   const bucket = <i32>(<u32>(h >>> 40) & <u32>(CACHE_BUCKETS - 1));
   return CACHE_HEADS + ((CACHE_BUCKETS + bucket) << 2);
@@ -757,18 +774,9 @@ function strAction(code: i32, v: i32): i32 {
   return a !== 0 ? a - 1 : actionOf(code);
 }
 
-function strIntern(code: i32): i32 {
-  const idx = infoIndex(code);
-  if (<u32>idx < <u32>INFO_CAP) {
-    const s = load<i32>(AUX + (idx << 2));
-    if (s !== 0) return s - 1;
-  }
-  return internOf(code);
-}
-
 /** As the JavaScript scanner's optString(): None is no string; numbers and booleans as JSON text. */
 function optString(kind: i32): i32 {
-  if (kind === V_STR) return strIntern(vCode);
+  if (kind === V_STR) return Info.intern(vCode);
   if (kind === V_NUM) return numString(vNum, 0);
   if (kind === V_BOOL) return numString(vNum, 1);
   return NO_STRING;
@@ -906,7 +914,7 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
         if (kind === V_STACK) stack = vStack;
         break;
       case K_COMPILE_CONTEXT:
-        compileContext = optString(kind);
+        compileContext = kind === V_STR ? Info.intern(vCode) : optString(kind);
         break;
       case K_USER_METADATA:
         userMetadata = kind === V_STR && (Info.of(vCode) & 0x80) !== 0 ? NO_STRING : optString(kind);
