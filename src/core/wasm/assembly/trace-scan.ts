@@ -380,6 +380,23 @@ function nextOp(): i32 {
   return q < END ? <i32>load<u8>(IN + q) : -1;
 }
 
+// biome-ignore lint/complexity/noStaticOnlyClass: the static method exists only to carry @inline
+class Memo {
+  /** storeMemo(), its usual case (MEMOIZE, three times an entry) inlined. */
+  @inline
+  static put(code: i32): i32 {
+    const q = P;
+    if (q < END && <i32>load<u8>(IN + q) === MEMOIZE && <u32>MEMO_LEN <= MAX_MEMO) {
+      const slot = MEMO_LEN;
+      store<i32>(MEMO + (slot << 2), code);
+      MEMO_LEN = slot + 1;
+      P = q + 1;
+      return slot;
+    }
+    return storeMemo(code);
+  }
+}
+
 /**
  * Stores `code` as the memo op at P says. Returns the slot, -1 when there is no memo op, -2 to give the
  * entry up (out of bytes, a slot past the limit, or a slot other than the next one: JavaScript judges).
@@ -463,7 +480,7 @@ function readNewString(op: i32): i32 {
   if (n > END - at) return 0;
   const code = stringCode(at, n);
   P = at + n;
-  if (storeMemo(code) === -2) return 0;
+  if (Memo.put(code) === -2) return 0;
   return code;
 }
 
@@ -554,7 +571,7 @@ function readValue(framesKey: bool): i32 {
 /** A frames list at P (its EMPTY_LIST), memoised: its stack id, or -1 to give up. */
 function framesList(): i32 {
   P++;
-  const slot = storeMemo(0);
+  const slot = Memo.put(0);
   if (slot === -2) return -1;
   let listStart = -1;
   if (nextOp() === MARK) {
@@ -791,7 +808,7 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
   // memo slots below this were set before the entry (an entry given up on takes its own slots back)
   const committed = <u32>MEMO_LEN;
   P = pos + 1;
-  if (storeMemo(consumedCode) === -2) return false;
+  if (Memo.put(consumedCode) === -2) return false;
   if (nextOp() !== MARK) return false;
   let p = P + 1;
   let action = -1;
@@ -842,6 +859,7 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
     op = <i32>load<u8>(IN + p);
     let kind: i32;
     let num: f64 = NaN;
+    let strInfo = 0; // Info.of(vCode) where the value's branch has it already
     if (op === BININT1) {
       num = <f64>load<u8>(IN + p + 1);
       p += 2;
@@ -862,12 +880,21 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
       const v = Info.of(vc);
       if ((v & 7) === I_STR) {
         vCode = vc;
+        strInfo = v;
         kind = V_STR;
       } else if (key === K_FRAMES && (v & 7) === I_STACK) {
         vStack = v >>> 3;
         kind = V_STACK;
       } else return false;
       p += op === BINGET ? 2 : 5;
+    } else if (op === EMPTY_LIST && key === K_FRAMES) {
+      // a frames list written out (as readValue() takes it, without the call)
+      P = p;
+      const st = framesList();
+      if (st < 0) return false;
+      vStack = st;
+      kind = V_STACK;
+      p = P;
     } else if (
       op === SHORT_BINUNICODE &&
       <i32>load<u8>(IN + p + 1) === lastStrLen &&
@@ -877,7 +904,7 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
       // the str read last, written anew (torch writes compile_context "N/A" in every entry): as
       // readNewString() would find it, without the calls
       P = p + 2 + lastStrLen;
-      if (storeMemo(lastStrCode) === -2) return false;
+      if (Memo.put(lastStrCode) === -2) return false;
       vCode = lastStrCode;
       kind = V_STR;
       p = P;
@@ -891,7 +918,7 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
     switch (key) {
       case K_ACTION: {
         if (kind !== V_STR) return false;
-        action = strAction(vCode, Info.of(vCode));
+        action = strAction(vCode, strInfo !== 0 ? strInfo : Info.of(vCode));
         break;
       }
       case K_ADDR:
@@ -917,7 +944,10 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
         compileContext = kind === V_STR ? Info.intern(vCode) : optString(kind);
         break;
       case K_USER_METADATA:
-        userMetadata = kind === V_STR && (Info.of(vCode) & 0x80) !== 0 ? NO_STRING : optString(kind);
+        userMetadata =
+          kind === V_STR && ((strInfo !== 0 ? strInfo : Info.of(vCode)) & 0x80) !== 0
+            ? NO_STRING
+            : optString(kind);
         break;
       case K_CATEGORY:
         category = optString(kind);
