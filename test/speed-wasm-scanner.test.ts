@@ -98,6 +98,26 @@ describe.skipIf(!HAVE_WEBASSEMBLY)("WebAssembly trace scanner", () => {
     }
   });
 
+  it("leaves an entry with a 7-byte int past 2^53 to JavaScript and reads the rest as the generic path", () => {
+    // time_us takes 7 bytes (LONG1) in every real entry: the scanner reads those itself, and gives an
+    // entry whose 7-byte int is past 2^53 (not a JavaScript integer) to the JavaScript path
+    const code = [
+      "import pickle, sys",
+      "f = [{'filename': 'a.py', 'line': 1, 'name': 'f'}]",
+      "tr = [{'action': 'alloc', 'addr': (2**54 + 512 * i) if i % 97 == 5 else 0x7f0000000000 + 512 * i,",
+      "       'size': 512, 'stream': 0, 'time_us': 1700000000000000 + i, 'frames': f} for i in range(3000)]",
+      "sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [tr]}, protocol=4))",
+    ].join("\n");
+    const bytes = new Uint8Array(pythonBytes(code));
+    const reference = read(bytes, "generic", bytes.length);
+    const w = read(bytes, "wasm", bytes.length);
+    expect(entries(w.model)).toBe(3000);
+    // every entry but the 31 at i % 97 == 5 (and the odd one the scanner leaves for other reasons)
+    expect(w.wasm).toBeGreaterThan(2900);
+    expect(w.wasm).toBeLessThanOrEqual(3000 - 31);
+    expect(fingerprint(w.model)).toEqual(fingerprint(reference.model));
+  });
+
   it("gives entries in a tuple (a run closed by TUPLE, not APPENDS) one by one", () => {
     const bytes = generated(50, "tuple");
     const reference = fingerprint(read(bytes, "generic", bytes.length).model);

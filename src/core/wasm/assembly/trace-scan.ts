@@ -868,11 +868,14 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
       num = <f64>load<i32>(IN + p + 1);
       p += 5;
       kind = V_NUM;
-    } else if (op === LONG1 && <i32>load<u8>(IN + p + 1) <= 6) {
-      // one 8-byte load (p + 10 <= end here), its low n bytes kept and sign-extended: n ≤ 6 fits 2^53
+    } else if (op === LONG1 && <i32>load<u8>(IN + p + 1) <= 7) {
+      // one 8-byte load (p + 10 <= end here), its low n bytes kept and sign-extended. n = 7 is every
+      // time_us (microseconds since 1970 take 51 bits and a sign); past 2^53 JavaScript takes the entry
       const n = <i32>load<u8>(IN + p + 1);
       const shift = <i64>(64 - 8 * n);
-      num = n > 0 ? <f64>((load<i64>(IN + p + 2) << shift) >> shift) : 0;
+      const v: i64 = n > 0 ? (load<i64>(IN + p + 2) << shift) >> shift : 0;
+      if (v > 9007199254740991 || v < -9007199254740991) return false;
+      num = <f64>v;
       p += 2 + n;
       kind = V_NUM;
     } else if (op === BINGET || op === LONG_BINGET) {
