@@ -16,7 +16,7 @@ import { wasmScannerAvailable } from "../src/core/model/wasm-scanner";
 import { Unpickler } from "../src/core/pickle/unpickler";
 import { TRACE_SCAN_SOURCE_SHA256, TRACE_SCAN_WASM_BASE64 } from "../src/core/wasm/trace-scan.wasm";
 import { fingerprint } from "./helpers/model";
-import { HAVE_REAL, python, pythonBytes, REAL_DIR, REPO } from "./helpers/python";
+import { HAVE_REAL, python, pythonBytes, pythonPickleJson, REAL_DIR, REPO } from "./helpers/python";
 
 type Path = "generic" | "js" | "wasm";
 
@@ -157,14 +157,10 @@ describe.skipIf(!HAVE_WEBASSEMBLY)("WebAssembly trace scanner", () => {
 
     it("a key's memo slot overwritten by PUT is read as Python reads it (the per-slot key cache)", () => {
       const path = join(dir, "key-overwrite.pickle");
-      const expected = JSON.parse(
-        python([
-          "-c",
-          "import json,pickle,sys; d=pickle.load(open(sys.argv[1],'rb')); " +
-            "print(json.dumps([[e.get('size', 0), e.get('device_free')] for e in d['device_traces'][0]]))",
-          path,
-        ]),
-      ) as [number, number | null][];
+      const expected = pythonPickleJson<[number, number | null][]>(
+        path,
+        "[[e.get('size', 0), e.get('device_free')] for e in d['device_traces'][0]]",
+      );
       expect(expected.length).toBe(10);
       // the later entries repeat the earlier ones' bytes, but the slot of "size" now holds "device_free"
       expect(expected[9]).not.toEqual(expected[4]);

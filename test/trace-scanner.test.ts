@@ -12,7 +12,7 @@ import { stackFrames } from "../src/core/model/builder";
 import type { SnapshotModel } from "../src/core/model/types";
 import { Unpickler } from "../src/core/pickle/unpickler";
 import { fingerprint } from "./helpers/model";
-import { HAVE_REAL, python, REAL_DIR } from "./helpers/python";
+import { HAVE_REAL, python, pythonPickleJson, REAL_DIR } from "./helpers/python";
 
 /** Reads a plain pickle as read.ts does, with or without the scanner; reports how many entries it took. */
 function read(
@@ -97,14 +97,10 @@ describe("trace scanner on generated files", () => {
 
   it("a frame slot overwritten by PUT is read as Python reads it", () => {
     const path = join(dir, "overwrite.pickle");
-    const expected = JSON.parse(
-      python([
-        "-c",
-        "import json,pickle,sys; d=pickle.load(open(sys.argv[1],'rb')); " +
-          "print(json.dumps([[f['name'] for f in e['frames']] for e in d['device_traces'][0]]))",
-        path,
-      ]),
-    ) as string[][];
+    const expected = pythonPickleJson<string[][]>(
+      path,
+      "[[f['name'] for f in e['frames']] for e in d['device_traces'][0]]",
+    );
     expect(expected.length).toBe(4);
     // the last entry repeats an earlier entry's bytes, but its first frame slot now holds another frame
     expect(expected[3]).not.toEqual(expected[1]);

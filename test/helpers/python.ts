@@ -14,3 +14,9 @@ export function python(args: string[], input?: string): string {
 export function pythonBytes(code: string): Buffer {
   return execFileSync("python3", ["-c", code], { maxBuffer: 1 << 30, cwd: REPO });
 }
+
+/** What Python makes of a pickle: `expr` (over `d`, the unpickled file) as JSON, parsed. */
+export function pythonPickleJson<T>(path: string, expr: string): T {
+  const code = `import json,pickle,sys; d=pickle.load(open(sys.argv[1],'rb')); print(json.dumps(${expr}))`;
+  return JSON.parse(python(["-c", code, path])) as T;
+}

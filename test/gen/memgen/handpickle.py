@@ -60,11 +60,9 @@ class Ops:
         self.out += b"u"  # SETITEMS
 
 
-def memo_overwrite():
-    """Four entries on device 0. The first writes frames f1, f2 anew; the next two refer to them
-    (identical bytes); then a PUT puts another frame dict in f1's slot, and the fourth entry's bytes
-    are again identical to the second's, but mean the new frame."""
-    o = Ops()
+def _one_device_trace(o, entries):
+    """{"segments": [], "device_traces": [[…]]}: entries() writes device 0's entries between its MARK and
+    APPENDS."""
     o.out += b"}"
     o.memoize()
     o.out += b"("
@@ -78,72 +76,68 @@ def memo_overwrite():
     o.out += b"]"  # device 0
     o.memoize()
     o.out += b"("
+    entries()
+    o.out += b"e"  # APPENDS (device 0's entries)
+    o.out += b"e"  # APPENDS (device_traces)
+    o.out += b"u"  # SETITEMS (top dict)
+    o.out += b"."
+    return bytes(o.out)
+
+
+def _two_frames(o, inner):
+    """(first, again): frames() callbacks for Ops.entry that write the frames inner and outer anew, then
+    refer to them."""
     slots = {}
 
     def first():
-        slots["f1"] = o.frame("first_inner", 10)
+        slots["f1"] = o.frame(inner, 10)
         slots["f2"] = o.frame("outer", 20)
 
     def again():
         o.get(slots["f1"])
         o.get(slots["f2"])
 
-    o.entry(4096, first)
-    o.entry(8192, again)
-    o.entry(12288, again)
-    # another frame dict, stored over f1's slot by BINPUT, then popped off the stack
-    o.out += b"}("
-    o.str("filename"); o.str("/work/other.py")
-    o.str("line"); o.int(99)
-    o.str("name"); o.str("replaced_inner")
-    o.out += b"u"
-    o.out += b"q" + bytes([slots["f1"]]) + b"0"  # BINPUT f1, POP
-    o.entry(16384, again)
-    o.out += b"e"  # APPENDS (device 0's entries)
-    o.out += b"e"  # APPENDS (device_traces)
-    o.out += b"u"  # SETITEMS (top dict)
-    o.out += b"."
-    return bytes(o.out)
+    return first, again, slots
+
+
+def memo_overwrite():
+    """Four entries on device 0. The first writes frames f1, f2 anew; the next two refer to them
+    (identical bytes); then a PUT puts another frame dict in f1's slot, and the fourth entry's bytes
+    are again identical to the second's, but mean the new frame."""
+    o = Ops()
+    first, again, slots = _two_frames(o, "first_inner")
+
+    def entries():
+        o.entry(4096, first)
+        o.entry(8192, again)
+        o.entry(12288, again)
+        # another frame dict, stored over f1's slot by BINPUT, then popped off the stack
+        o.out += b"}("
+        o.str("filename"); o.str("/work/other.py")
+        o.str("line"); o.int(99)
+        o.str("name"); o.str("replaced_inner")
+        o.out += b"u"
+        o.out += b"q" + bytes([slots["f1"]]) + b"0"  # BINPUT f1, POP
+        o.entry(16384, again)
+
+    return _one_device_trace(o, entries)
 
 
 def key_overwrite():
     """Five entries on device 0, then a PUT puts the str "device_free" in the memo slot that held the key
     "size", and five more entries whose bytes are the earlier ones' but whose size is now a device_free."""
     o = Ops()
-    o.out += b"}"
-    o.memoize()
-    o.out += b"("
-    o.str("segments")
-    o.out += b"]"
-    o.memoize()
-    o.str("device_traces")
-    o.out += b"]"
-    o.memoize()
-    o.out += b"("
-    o.out += b"]"  # device 0
-    o.memoize()
-    o.out += b"("
-    slots = {}
+    first, again, _ = _two_frames(o, "inner")
 
-    def first():
-        slots["f1"] = o.frame("inner", 10)
-        slots["f2"] = o.frame("outer", 20)
+    def entries():
+        o.entry(4096, first)
+        for i in range(4):
+            o.entry(8192 + 4096 * i, again)
+        # the str "device_free", stored over the slot of the key "size" by BINPUT, then popped off the stack
+        b = b"device_free"
+        o.out += b"\x8c" + bytes([len(b)]) + b
+        o.out += b"q" + bytes([o.strs["size"]]) + b"0"  # BINPUT, POP
+        for i in range(5):
+            o.entry(65536 + 4096 * i, again)
 
-    def again():
-        o.get(slots["f1"])
-        o.get(slots["f2"])
-
-    o.entry(4096, first)
-    for i in range(4):
-        o.entry(8192 + 4096 * i, again)
-    # the str "device_free", stored over the slot of the key "size" by BINPUT, then popped off the stack
-    b = b"device_free"
-    o.out += b"\x8c" + bytes([len(b)]) + b
-    o.out += b"q" + bytes([o.strs["size"]]) + b"0"  # BINPUT, POP
-    for i in range(5):
-        o.entry(65536 + 4096 * i, again)
-    o.out += b"e"  # APPENDS (device 0's entries)
-    o.out += b"e"  # APPENDS (device_traces)
-    o.out += b"u"  # SETITEMS (top dict)
-    o.out += b"."
-    return bytes(o.out)
+    return _one_device_trace(o, entries)
