@@ -27,6 +27,10 @@
 //   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
 //   BENCH_WEB_PORT=0               port for scripts/serve.mjs (0: a free one)
 //   BENCH_WEB_VERBOSE=1            also print each run's data-state/data-busy transitions
+//   BENCH_WEB_CPU=1                also the CPU seconds Chromium's threads used from the pick to state=ready
+//                                  (Linux /proc; the page is then polled every 10 ms for state=ready): the
+//                                  parsing worker, the reader worker, V8's background threads (compiling,
+//                                  GC), the page's main thread, the browser and GPU processes
 //   BENCH_WEB_VIA=src              open each file through the link instead (#src=, served beside the
 //                                  site): times are then from the page's start (navigation), not a pick
 //   BENCH_WEB_WARMUP=0             the page without its idle warm-up (for the A/B the README quotes)
@@ -46,7 +50,7 @@ import {
   rmSync,
   statSync,
 } from "node:fs";
-import { loadavg } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { type Browser, type CDPSession, chromium, type Page } from "@playwright/test";
 
@@ -64,6 +68,7 @@ const GROW_FROM = resolve(
 const SETTLE_MS = Number(process.env.BENCH_WEB_SETTLE_MS ?? 2000);
 const VIA: "input" | "src" = process.env.BENCH_WEB_VIA === "src" ? "src" : "input";
 const WARM_UP = process.env.BENCH_WEB_WARMUP !== "0";
+const CPU = process.env.BENCH_WEB_CPU === "1";
 /** The served copy of dist/ (files opened through #src= are linked into it). */
 let servedDir = "";
 const PIECE = 4 << 20; // src/ui/state/hash.ts hashes the file in 4 MiB pieces, then once over the digests
@@ -381,6 +386,90 @@ function rendererRss(browserPid: number | undefined): number {
   return best;
 }
 
+interface ThreadTicks {
+  /** Which part of Chromium the thread belongs to (see cpuByClass). */
+  kind: "renderer-main" | "worker" | "v8-background" | "renderer-other" | "browser" | "gpu" | "other";
+  ticks: number;
+}
+
+/** CPU ticks (user + system, clock ticks) of every thread of the browser's processes, by pid/tid. */
+function threadTicks(browserPid: number | undefined): Map<string, ThreadTicks> {
+  const out = new Map<string, ThreadTicks>();
+  if (!browserPid) return out;
+  const parent = new Map<number, number>();
+  const type = new Map<number, string>();
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      const cmd = readFileSync(`/proc/${d}/cmdline`, "utf8");
+      type.set(Number(d), /--type=([a-z-]+)/.exec(cmd)?.[1] ?? "browser");
+    } catch {}
+  }
+  for (const [pid, t] of type) {
+    let p: number | undefined = pid;
+    for (let i = 0; i < 10 && p && p !== browserPid; i++) p = parent.get(p);
+    if (p !== browserPid) continue;
+    try {
+      for (const tid of readdirSync(`/proc/${pid}/task`)) {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+        const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+        const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        const ticks = Number(f[11]) + Number(f[12]);
+        let kind: ThreadTicks["kind"] = "other";
+        if (t === "renderer") {
+          if (tid === String(pid)) kind = "renderer-main";
+          else if (name.startsWith("DedicatedWorker")) kind = "worker";
+          else if (name.startsWith("ThreadPoolForeg")) kind = "v8-background";
+          else kind = "renderer-other";
+        } else if (t === "browser") kind = "browser";
+        else if (t === "gpu-process") kind = "gpu";
+        out.set(`${pid}/${tid}`, { kind, ticks });
+      }
+    } catch {}
+  }
+  return out;
+}
+
+/**
+ * CPU seconds between two thread snapshots, by class: the busiest worker thread is the parsing one
+ * ("engine"), the other workers' together "reader+" (the reader, a spare); "v8 bg" is the renderer's
+ * thread pool, where V8 compiles optimised code and runs its concurrent GC.
+ */
+function cpuByClass(
+  before: Map<string, ThreadTicks>,
+  after: Map<string, ThreadTicks>,
+): Record<string, number> {
+  const hz = 100; // USER_HZ: /proc's clock ticks per second on Linux
+  const by: Record<string, number> = {
+    all: 0,
+    engine: 0,
+    "reader+": 0,
+    "v8 bg": 0,
+    page: 0,
+    "renderer other": 0,
+    browser: 0,
+    gpu: 0,
+  };
+  const workers: number[] = [];
+  for (const [key, a] of after) {
+    const s = (a.ticks - (before.get(key)?.ticks ?? 0)) / hz;
+    if (s <= 0) continue;
+    by.all += s;
+    if (a.kind === "worker") workers.push(s);
+    else if (a.kind === "v8-background") by["v8 bg"] += s;
+    else if (a.kind === "renderer-main") by.page += s;
+    else if (a.kind === "renderer-other") by["renderer other"] += s;
+    else if (a.kind === "browser" || a.kind === "other") by.browser += s;
+    else by.gpu += s;
+  }
+  workers.sort((x, y) => y - x);
+  by.engine = workers[0] ?? 0;
+  by["reader+"] = workers.slice(1).reduce((x, y) => x + y, 0);
+  return by;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 
 interface Zoom {
@@ -424,6 +513,8 @@ interface Run {
   rafMax: number;
   raf100: number;
   zoom?: Zoom;
+  /** BENCH_WEB_CPU=1: CPU seconds from the pick to state=ready, by thread class. */
+  cpu?: Record<string, number>;
   errors: string[];
 }
 
@@ -496,7 +587,19 @@ async function oneRun(
       await new Promise((res) => setTimeout(res, SETTLE_MS));
       nodeRss0 = process.memoryUsage().rss;
       tCall = Date.now();
+      const cpu0 = CPU ? threadTicks(browserPid) : null;
       await page.getByTestId("file-input").setInputFiles(spec.path, { timeout: 120_000 });
+      if (cpu0) {
+        await page.waitForFunction(
+          () => {
+            const B = (window as any).__bench;
+            return B && ("stateReady" in B.marks || "error" in B.marks);
+          },
+          undefined,
+          { timeout: spec.timeoutMs, polling: 10 },
+        );
+        r.cpu = cpuByClass(cpu0, threadTicks(browserPid));
+      }
     }
     const probed = await page
       .waitForFunction(() => (window as any).__bench?.t0 != null, undefined, { timeout: 30_000 })
@@ -917,6 +1020,7 @@ function printRun(r: Run) {
   );
   log(`    phases (ms after change): ${r.phases || "—"}`);
   if (process.env.BENCH_WEB_VERBOSE) log(`    data-state/data-busy (ms after change): ${r.states || "—"}`);
+  if (r.cpu) log(`    CPU s, pick → state=ready: ${cpuText(r.cpu)}`);
   log(
     `    peak heap: page ${mb(r.pageHeap)} MiB (+${mb(r.pageBacking)} ArrayBuffers), worker ${mb(r.workerHeap)} MiB ` +
       `(+${mb(r.workerBacking)} ArrayBuffers; longest gap between worker samples ${ms(r.workerGapMax)} ms), ` +
@@ -1002,6 +1106,30 @@ function printTable(results: Run[]) {
   for (const r of rows) log(r.map((c, i) => (i === 0 ? c.padEnd(w[i]) : c.padStart(w[i]))).join("  "));
   const bad = results.filter((r) => r.outcome !== "ok");
   for (const r of bad) log(`  ${r.file} run ${r.run}: ${r.outcome}`);
+  if (!results.some((r) => r.cpu)) return;
+  log(
+    `\nCPU seconds from the pick to state=ready, medians over runs (BENCH_WEB_CPU=1): on ${availableParallelism()} cores, ` +
+      `no overlap of the work brings state=ready under all ÷ ${availableParallelism()} s`,
+  );
+  for (const f of files) {
+    const rs = results.filter((r) => r.file === f && r.cpu && r.outcome === "ok");
+    if (!rs.length) continue;
+    const keys = Object.keys(rs[0].cpu as Record<string, number>);
+    const med = Object.fromEntries(
+      keys.map((k) => [k, median(rs.map((r) => (r.cpu as Record<string, number>)[k]))]),
+    );
+    log(
+      `  ${f} (${rs.length} runs; state=ready ${ms(median(rs.map((r) => r.stateReady)))} ms): ${cpuText(med)}`,
+    );
+  }
+}
+
+/** "all 4.61: engine 2.70, reader+ 0.28, …" */
+function cpuText(cpu: Record<string, number>): string {
+  const { all, ...parts } = cpu;
+  return `all ${all.toFixed(2)}: ${Object.entries(parts)
+    .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+    .join(", ")}`;
 }
 
 await main();
