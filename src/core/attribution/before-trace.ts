@@ -141,8 +141,9 @@ export function inferBeforeTrace(
   if (traceAttr) {
     const { trace: t, lifetimes, beforeCategory } = traceAttr;
     const carry = lifetimes.freesCarryAllocationStack;
-    for (let i = 0; i < n; i++) {
-      if (!lifetimes.freesBeforeTrace[i] || beforeCategory[i] !== NONE) continue;
+    const frees = lifetimes.freesBeforeTrace;
+    for (let i = frees.indexOf(1); i >= 0; i = frees.indexOf(1, i + 1)) {
+      if (beforeCategory[i] !== NONE) continue;
       // With context="alloc" a free carries the allocation's own stack: the replay reads it from there.
       if (carry && t.stack[i] !== EMPTY_STACK) continue;
       candidate(t.sizeBytes[i]).frees.push(i);
@@ -220,9 +221,9 @@ function maxConcurrent(starts: number[] | undefined, ends: number[] | undefined)
 /** released-by-backward: a pre-trace allocation the autograd engine frees during a backward was saved for it. */
 function releasedByBackward(a: TraceAttribution, beforeSite: number): void {
   const { lifetimes } = a;
-  const n = a.trace.length;
-  for (let i = 0; i < n; i++) {
-    if (!lifetimes.freesBeforeTrace[i] || lifetimes.phase[i] !== Phase.backward) continue;
+  const frees = lifetimes.freesBeforeTrace;
+  for (let i = frees.indexOf(1); i >= 0; i = frees.indexOf(1, i + 1)) {
+    if (lifetimes.phase[i] !== Phase.backward) continue;
     a.beforeCategory[i] = Category.activations;
     a.beforeRule[i] = R.releasedByBackward;
     a.beforeSite[i] = beforeSite;
@@ -237,33 +238,37 @@ function releasedByBackward(a: TraceAttribution, beforeSite: number): void {
  */
 function replacedInPhase(a: TraceAttribution, stackCategory: Uint8Array, kinds: Uint8Array): void {
   const { trace: t, lifetimes } = a;
-  const n = t.length;
+  const { phaseRun } = lifetimes;
+  // Only the frees that close a pre-trace allocation matter, and they are few: the loops go from one to the
+  // next (indexOf) and visit only the phase runs that hold one (phaseRun never decreases, so a run is one
+  // range of entries), not every entry of a big trace.
+  const frees = lifetimes.freesBeforeTrace;
   // Not in a backward: there, frees release what the forward saved and allocations are new gradients —
   // no one-for-one replacement (released-by-backward names those frees).
-  const replaceable = (i: number) =>
-    lifetimes.freesBeforeTrace[i] === 1 &&
-    a.beforeCategory[i] === NONE &&
-    lifetimes.runPhase[i] !== Phase.backward;
-  const runs = new Set<number>();
-  for (let i = 0; i < n; i++) if (replaceable(i)) runs.add(lifetimes.phaseRun[i]);
-  if (runs.size === 0) return;
+  const replaceable = (i: number) => a.beforeCategory[i] === NONE && lifetimes.runPhase[i] !== Phase.backward;
+  const runs: number[] = [];
+  for (let i = frees.indexOf(1); i >= 0; i = frees.indexOf(1, i + 1)) {
+    if (replaceable(i) && phaseRun[i] !== runs[runs.length - 1]) runs.push(phaseRun[i]);
+  }
+  if (runs.length === 0) return;
   /** run → size → alloc entries of a known site, in order. */
   const allocs = new Map<number, Map<number, number[]>>();
-  for (let i = 0; i < n; i++) {
-    if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
-    const run = lifetimes.phaseRun[i];
-    if (!runs.has(run)) continue;
-    const s = t.stack[i];
-    if (s === EMPTY_STACK || stackCategory[s] === Category.unknown) continue;
-    let bySize = allocs.get(run);
-    if (!bySize) allocs.set(run, (bySize = new Map()));
-    const size = t.sizeBytes[i];
-    const list = bySize.get(size);
-    if (list) list.push(i);
-    else bySize.set(size, [i]);
+  for (const run of runs) {
+    const end = firstEntryAfterRun(phaseRun, run);
+    for (let i = firstEntryOfRun(phaseRun, run); i < end; i++) {
+      if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
+      const s = t.stack[i];
+      if (s === EMPTY_STACK || stackCategory[s] === Category.unknown) continue;
+      let bySize = allocs.get(run);
+      if (!bySize) allocs.set(run, (bySize = new Map()));
+      const size = t.sizeBytes[i];
+      const list = bySize.get(size);
+      if (list) list.push(i);
+      else bySize.set(size, [i]);
+    }
   }
   const taken = new Map<number[], number>();
-  for (let i = 0; i < n; i++) {
+  for (let i = frees.indexOf(1); i >= 0; i = frees.indexOf(1, i + 1)) {
     if (!replaceable(i)) continue;
     const list = allocs.get(lifetimes.phaseRun[i])?.get(t.sizeBytes[i]);
     if (!list) continue;
@@ -277,6 +282,23 @@ function replacedInPhase(a: TraceAttribution, stackCategory: Uint8Array, kinds: 
     a.beforeRule[i] = R.replaced;
     a.beforeSite[i] = a.site[j];
   }
+}
+
+/** The first entry of phase run `run` (phaseRun never decreases): a binary search. */
+function firstEntryOfRun(phaseRun: Int32Array, run: number): number {
+  let lo = 0;
+  let hi = phaseRun.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (phaseRun[mid] < run) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** The first entry after phase run `run`. */
+function firstEntryAfterRun(phaseRun: Int32Array, run: number): number {
+  return firstEntryOfRun(phaseRun, run + 1);
 }
 
 /** Whether a rule id names an inferred attribution. */

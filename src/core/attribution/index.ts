@@ -669,8 +669,8 @@ function workspaceSegmentsOf(model: SnapshotModel): Set<number> {
   const out = new Set<number>();
   const byDevice = new Map<number, Set<number>>();
   for (const t of model.traces) {
-    for (let i = 0; i < t.length; i++) {
-      if (!t.isWorkspace[i]) continue;
+    // torch_npu's workspace entries only, found with indexOf: none in most files
+    for (let i = t.isWorkspace.indexOf(1); i >= 0; i = t.isWorkspace.indexOf(1, i + 1)) {
       let set = byDevice.get(t.device);
       if (!set) byDevice.set(t.device, (set = new Set()));
       set.add(t.addr[i]);

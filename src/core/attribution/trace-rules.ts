@@ -54,7 +54,8 @@ export interface TraceLifetimes {
   freesBeforeTrace: Uint8Array;
   /** Per entry: phase (Phase) of the entry's stack; engine-thread entries are backward. */
   phase: Uint8Array;
-  /** Per entry: a counter that moves on whenever the phase changes (entries of no phase keep the run). */
+  /** Per entry: a counter that moves on whenever the phase changes (entries of no phase keep the run); it
+   * never decreases, so each run is one range of entries. */
   phaseRun: Int32Array;
   /** Per entry: the phase of the run it is in (the last phase seen at or before it). */
   runPhase: Uint8Array;

@@ -7,23 +7,25 @@ import { Action, type SnapshotModel } from "./types";
 export function shapeNotes(model: SnapshotModel): string[] {
   const notes: string[] = [];
   if (model.layout !== "dict") return notes;
-  const counts = new Float64Array(model.actionNames.length);
-  let entries = 0;
-  for (const t of model.traces) {
-    entries += t.length;
-    for (let i = 0; i < t.length; i++) if (!t.isWorkspace[i]) counts[t.action[i]]++;
-  }
+  const entries = model.traces.reduce((n, t) => n + t.length, 0);
+  // Whether any entry (torch_npu's workspace entries aside) has the action: found with indexOf, which
+  // stops at the first one instead of counting every entry of a big trace.
+  const has = (action: number) =>
+    model.traces.some((t) => {
+      for (let i = t.action.indexOf(action); i >= 0; i = t.action.indexOf(action, i + 1))
+        if (!t.isWorkspace[i]) return true;
+      return false;
+    });
   if (entries === 0 && model.segments.length > 0) {
     notes.push(
       "the file has no trace entries (device_traces empty: recorded with include_traces=False, or history was off): the segments are complete, but there is no timeline, no peak from the trace and no order of events.",
     );
     return notes;
   }
-  if (counts[Action.alloc] === 0) return notes;
+  if (!has(Action.alloc)) return notes;
   const missing: string[] = [];
-  if (counts[Action.free_requested] === 0 && counts[Action.free_completed] > 0)
-    missing.push("free_requested");
-  if (counts[Action.segment_alloc] === 0 && counts[Action.segment_map] === 0 && model.segments.length > 0)
+  if (!has(Action.free_requested) && has(Action.free_completed)) missing.push("free_requested");
+  if (!has(Action.segment_alloc) && !has(Action.segment_map) && model.segments.length > 0)
     missing.push("segment_alloc", "segment_free");
   if (missing.length > 0) {
     notes.push(

@@ -603,9 +603,10 @@ function startState(
   const liveList: number[] = [];
   const large = new LargeBlocks(extents.bounds, A.length);
   const segState = initialIntervalState(extents);
-  const allocEvent = A.allocEvent;
-  for (let k = 0; k < A.length; k++) {
-    if (allocEvent[k] !== BEFORE_TRACE) continue;
+  // From one allocation made before the trace to the next (indexOf): they are few, and a loop over every
+  // allocation would only skip (and have V8 compile this whole function while it does).
+  const allocEvent = A.allocEvent.subarray(0, A.length);
+  for (let k = allocEvent.indexOf(BEFORE_TRACE); k >= 0; k = allocEvent.indexOf(BEFORE_TRACE, k + 1)) {
     liveList.push(k);
     const addr = A.address[k];
     if (A.sizeBytes[k] > SMALL_SIZE_BYTES) large.add(k, addr, intervalOf(extents.bounds, addr));

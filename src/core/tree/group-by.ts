@@ -46,11 +46,12 @@ export function annotationsByAllocation(model: SnapshotModel, r: Replay): Map<nu
   if (!t) return out;
   const annotate = model.actionNames.indexOf("annotate");
   if (annotate < 0) return out;
-  // Most traces hold no note: find one before indexing every allocation by address.
-  let first = -1;
-  for (let i = 0; i < t.length && first < 0; i++)
-    if (t.action[i] === annotate && t.userMetadata[i] !== NO_STRING) first = i;
-  if (first < 0) return out;
+  // Most traces hold no note: find one (indexOf, from one annotate entry to the next) before indexing
+  // every allocation by address.
+  const noted: number[] = [];
+  for (let i = t.action.indexOf(annotate); i >= 0; i = t.action.indexOf(annotate, i + 1))
+    if (t.userMetadata[i] !== NO_STRING) noted.push(i);
+  if (noted.length === 0) return out;
   const A = r.allocations;
   const byAddr = new Map<number, number[]>();
   for (let k = 0; k < A.length; k++) {
@@ -58,8 +59,7 @@ export function annotationsByAllocation(model: SnapshotModel, r: Replay): Map<nu
     if (list) list.push(k);
     else byAddr.set(A.address[k], [k]);
   }
-  for (let i = first; i < t.length; i++) {
-    if (t.action[i] !== annotate || t.userMetadata[i] === NO_STRING) continue;
+  for (const i of noted) {
     const ids = byAddr.get(t.addr[i]);
     if (!ids) continue;
     // the allocation open at this address at the note: the latest allocated at or before it
