@@ -424,11 +424,11 @@ function assignFromEntries(
   const stream = A.stream;
   const block = A.block;
   const sizeSource = A.sizeSource;
+  block.fill(-1, 0, count);
+  sizeSource.fill(SizeSource.rounded, 0, count);
   for (let k = 0; k < count; k++) {
     const e = entryOf(k);
     stream[k] = streamCol[e];
-    block[k] = -1;
-    sizeSource[k] = SizeSource.rounded;
     if (origin[k] !== Origin.trace) {
       const inferred = opts.traceBeforeCategory ? opts.traceBeforeCategory[e] : NO_INFERRED_CATEGORY;
       if (inferred !== NO_INFERRED_CATEGORY) {
