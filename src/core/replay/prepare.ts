@@ -908,12 +908,8 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
 
   const start = startState(A, extents, rounding, anomalies, C);
   const swept = sweep(cols, paired, A, extents, start, rounding, anomalies);
-  let cps: { list: Int32Array[]; every: number } | null = null;
-  const checkpointsNow = () => {
-    if (!cps)
-      cps = buildCheckpoints(A, n, opts.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY, 4 * n + (1 << 20));
-    return cps;
-  };
+  const makeCheckpoints = () =>
+    buildCheckpoints(A, n, opts.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY, 4 * n + (1 << 20));
   if (trace) eventMarkers(model, trace, scan.markerEvents, markers, swept.active, x, hasTime);
   markers.annotations = annotationSpans(model, device, x, hasTime);
 
@@ -925,61 +921,133 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
 
   const check = traceReplayCheckFor(device, scan.replayedEvents, end, anomalies);
 
-  let byCategory: Float64Array[] | null = null;
-  let byCategoryIndex: CategoryIndex | null = null;
-  const categoriesNow = () => {
-    byCategoryIndex ??= categoryIndex(replay);
-    return byCategoryIndex;
-  };
-  let requestedColumn: Float64Array | null = null;
-  const replay: Replay = {
-    device,
-    trace,
-    length: n,
-    replayedEvents: scan.replayedEvents,
-    hasTime,
-    x,
-    allocated: swept.allocated,
-    active: swept.active,
-    reserved: swept.reserved,
-    get requested(): Float64Array {
-      if (!requestedColumn) requestedColumn = requestedBytesColumn(replay);
-      return requestedColumn;
+  return new PreparedReplay(
+    {
+      device,
+      trace,
+      length: n,
+      replayedEvents: scan.replayedEvents,
+      hasTime,
+      x,
+      allocated: swept.allocated,
+      active: swept.active,
+      reserved: swept.reserved,
+      categoryCount: C,
+      unknownCategory,
+      initial: start.initial,
+      allocations: trimAllocationTable(A),
+      eventAllocation: paired.eventAllocation,
+      implicitCloses: paired.implicitCloses,
+      extents,
+      markers,
+      anomalies,
+      freesCarryAllocationStack,
+      peakEvent: swept.peakEvent >= 0 ? swept.peakEvent : null,
+      peakAllocatedBytes: swept.peakEvent >= 0 ? swept.peak : Number.NaN,
+      end,
+      check,
+      rounding,
     },
-    get allocatedByCategory(): Float64Array[] {
-      if (!byCategory) byCategory = categoryColumns(replay);
-      return byCategory;
-    },
-    categoriesAt: (i, out = new Float64Array(C)) => categoriesNow().at(i, out),
-    get categoryMaxBytes(): Float64Array {
-      return categoriesNow().maxBytes;
-    },
-    categoryCount: C,
-    unknownCategory,
-    initial: start.initial,
-    allocations: trimAllocationTable(A),
-    eventAllocation: paired.eventAllocation,
-    implicitCloses: paired.implicitCloses,
-    get checkpointEvery(): number {
-      return checkpointsNow().every;
-    },
-    get checkpoints(): Int32Array[] {
-      return checkpointsNow().list;
-    },
-    get checkpointsBuilt(): boolean {
-      return cps !== null;
-    },
-    extents,
-    markers,
-    anomalies,
-    freesCarryAllocationStack,
-    peakEvent: swept.peakEvent >= 0 ? swept.peakEvent : null,
-    peakAllocatedBytes: swept.peakEvent >= 0 ? swept.peak : Number.NaN,
-    end,
-    check,
-    rounding,
-  };
-  return replay;
+    makeCheckpoints,
+  );
+}
+
+/** What a replay holds as plain values (the columns and facts), before its lazily computed parts. */
+type ReplayFields = Omit<
+  Replay,
+  | "requested"
+  | "allocatedByCategory"
+  | "categoriesAt"
+  | "categoryMaxBytes"
+  | "checkpointEvery"
+  | "checkpoints"
+  | "checkpointsBuilt"
+>;
+
+/**
+ * A prepared replay. A class, not an object literal: V8 keeps an object literal with getters in
+ * dictionary mode, where every `replay.x` / `replay.allocated` read is a hash lookup (≈ 4 × slower in
+ * the loops over events that read them); a class instance has fast properties, its getters on the
+ * prototype. The lazily computed parts (requested bytes, per-category columns and index, checkpoints)
+ * are built on first access.
+ */
+class PreparedReplay implements Replay {
+  device!: number;
+  trace!: TraceTable | null;
+  length!: number;
+  replayedEvents!: number;
+  hasTime!: boolean;
+  x!: Float64Array;
+  allocated!: Float64Array;
+  active!: Float64Array;
+  reserved!: Float64Array;
+  categoryCount!: number;
+  unknownCategory!: number;
+  initial!: Replay["initial"];
+  allocations!: AllocationTable;
+  eventAllocation!: Int32Array;
+  implicitCloses!: Map<number, number>;
+  extents!: ReservedExtents;
+  markers!: ReplayMarkers;
+  anomalies!: ReplayAnomalies;
+  freesCarryAllocationStack!: boolean;
+  peakEvent!: number | null;
+  peakAllocatedBytes!: number;
+  end!: EndStateComparison;
+  check!: CheckResult;
+  rounding!: RoundingSettings;
+  #requestedColumn: Float64Array | null = null;
+  #byCategory: Float64Array[] | null = null;
+  #byCategoryIndex: CategoryIndex | null = null;
+  #cps: { list: Int32Array[]; every: number } | null = null;
+
+  /** Builds the checkpoints of the live set (on the first state query: the columns do not need them). */
+  readonly #makeCheckpoints: () => { list: Int32Array[]; every: number };
+
+  constructor(fields: ReplayFields, makeCheckpoints: () => { list: Int32Array[]; every: number }) {
+    Object.assign(this, fields);
+    this.#makeCheckpoints = makeCheckpoints;
+  }
+
+  get requested(): Float64Array {
+    this.#requestedColumn ??= requestedBytesColumn(this);
+    return this.#requestedColumn;
+  }
+
+  get allocatedByCategory(): Float64Array[] {
+    this.#byCategory ??= categoryColumns(this);
+    return this.#byCategory;
+  }
+
+  categoriesAt(i: number, out = new Float64Array(this.categoryCount)): Float64Array {
+    return this.#categoriesNow().at(i, out);
+  }
+
+  get categoryMaxBytes(): Float64Array {
+    return this.#categoriesNow().maxBytes;
+  }
+
+  get checkpointEvery(): number {
+    return this.#checkpointsNow().every;
+  }
+
+  get checkpoints(): Int32Array[] {
+    return this.#checkpointsNow().list;
+  }
+
+  get checkpointsBuilt(): boolean {
+    return this.#cps !== null;
+  }
+
+  #checkpointsNow(): { list: Int32Array[]; every: number } {
+    this.#cps ??= this.#makeCheckpoints();
+    return this.#cps;
+  }
+
+  #categoriesNow(): CategoryIndex {
+    this.#byCategoryIndex ??= categoryIndex(this);
+    return this.#byCategoryIndex;
+  }
 }
 
 /** Allocated bytes in requested (unrounded) sizes after every event. */
