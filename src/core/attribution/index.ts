@@ -436,9 +436,8 @@ export function attribute(model: SnapshotModel): Attribution {
   const profiler = model.traces.map((t, d) => {
     spanRows[d] = null;
     let out: Int8Array | null = null;
-    for (let i = 0; i < t.length; i++) {
+    for (let i = nextWithCategory(t.category, 0); i >= 0; i = nextWithCategory(t.category, i + 1)) {
       const c = t.category[i];
-      if (c === NO_STRING) continue;
       const name = model.strings[c] ?? "";
       // "span:<category>": decided from a profiler trace's spans (formats/artifacts/span-categories.ts)
       const span = name.startsWith("span:");
@@ -665,6 +664,16 @@ function actionKinds(model: SnapshotModel): Uint8Array {
  * Segments of torch_npu's workspace allocator: those at an address that a prepended workspace entry
  * (`workspace_snapshot` / `segment_alloc` / `alloc` with isWorkspace) of the same device names.
  */
+/**
+ * The first entry at or after `from` with a category (a profiler-made snapshot's), or -1. Its own small
+ * function: most files have none, and the loop that finds that out is then compiled (OSR) in a moment,
+ * where inside attribute() it ran unoptimised over the whole trace of a file opened cold.
+ */
+function nextWithCategory(category: Int32Array, from: number): number {
+  for (let i = from; i < category.length; i++) if (category[i] !== NO_STRING) return i;
+  return -1;
+}
+
 function workspaceSegmentsOf(model: SnapshotModel): Set<number> {
   const out = new Set<number>();
   const byDevice = new Map<number, Set<number>>();
