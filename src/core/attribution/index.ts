@@ -471,19 +471,7 @@ export function attribute(model: SnapshotModel): Attribution {
   const traceOfDevice = new Map<number, { trace: number; attr: TraceAttribution }>();
   for (let d = 0; d < model.traces.length; d++) {
     const t = model.traces[d];
-    const cat = new Uint8Array(t.length);
-    const site = new Int32Array(t.length);
-    const rule = new Uint8Array(t.length);
-    for (let i = 0; i < t.length; i++) {
-      const s = t.stack[i];
-      site[i] = stackSite[s];
-      cat[i] = stackCategory[s];
-      rule[i] = stackRule[s];
-      if (t.isWorkspace[i]) {
-        cat[i] = Category.workspace;
-        rule[i] = RULE_WORKSPACE;
-      }
-    }
+    const { cat, site, rule } = entriesFromStacks(t, stackCategory, stackSite, stackRule);
     const lifetimes = refineFromTrace(
       t,
       kinds,
@@ -494,11 +482,7 @@ export function attribute(model: SnapshotModel): Attribution {
       blockAddresses.get(t.device),
       tracePairing(model, t),
     );
-    for (let i = 0; i < t.length; i++) {
-      if (t.stack[i] === EMPTY_STACK && (rule[i] === RULE_ENGINE_NO_STACK || rule[i] === RULE_IN_FLIGHT)) {
-        site[i] = ENGINE_NO_STACK_SITE;
-      }
-    }
+    engineNoStackSites(t, rule, site);
     const prof = profiler[d];
     if (prof) {
       for (let i = 0; i < t.length; i++) {
@@ -664,11 +648,43 @@ function actionKinds(model: SnapshotModel): Uint8Array {
  * Segments of torch_npu's workspace allocator: those at an address that a prepended workspace entry
  * (`workspace_snapshot` / `segment_alloc` / `alloc` with isWorkspace) of the same device names.
  */
-/**
- * The first entry at or after `from` with a category (a profiler-made snapshot's), or -1. Its own small
- * function: most files have none, and the loop that finds that out is then compiled (OSR) in a moment,
- * where inside attribute() it ran unoptimised over the whole trace of a file opened cold.
- */
+// The per-entry passes below are small functions of their own: on a file opened cold, V8 compiles a
+// small loop in a moment, while a loop inside attribute() waits for the whole function to be compiled
+// (and recompiled for each of its loops) and runs unoptimised meanwhile.
+
+/** Each trace entry's category, site and rule, from its stack's (torch_npu workspace entries: workspace). */
+function entriesFromStacks(
+  t: SnapshotModel["traces"][number],
+  stackCategory: Uint8Array,
+  stackSite: Int32Array,
+  stackRule: Uint8Array,
+): { cat: Uint8Array; site: Int32Array; rule: Uint8Array } {
+  const cat = new Uint8Array(t.length);
+  const site = new Int32Array(t.length);
+  const rule = new Uint8Array(t.length);
+  for (let i = 0; i < t.length; i++) {
+    const s = t.stack[i];
+    site[i] = stackSite[s];
+    cat[i] = stackCategory[s];
+    rule[i] = stackRule[s];
+    if (t.isWorkspace[i]) {
+      cat[i] = Category.workspace;
+      rule[i] = RULE_WORKSPACE;
+    }
+  }
+  return { cat, site, rule };
+}
+
+/** The autograd engine's stackless allocations (rules engine-no-stack, backward-in-flight) get its site. */
+function engineNoStackSites(t: SnapshotModel["traces"][number], rule: Uint8Array, site: Int32Array): void {
+  for (let i = 0; i < t.length; i++) {
+    if (t.stack[i] === EMPTY_STACK && (rule[i] === RULE_ENGINE_NO_STACK || rule[i] === RULE_IN_FLIGHT)) {
+      site[i] = ENGINE_NO_STACK_SITE;
+    }
+  }
+}
+
+/** The first entry at or after `from` with a category (a profiler-made snapshot's; most have none), or -1. */
 function nextWithCategory(category: Int32Array, from: number): number {
   for (let i = from; i < category.length; i++) if (category[i] !== NO_STRING) return i;
   return -1;

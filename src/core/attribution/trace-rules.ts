@@ -88,6 +88,23 @@ export function refineFromTrace(
   blockAddresses: Set<number> | undefined,
   paired: Paired,
 ): TraceLifetimes {
+  const { engine, mainPrefix, phase } = entryPhases(t, kinds, pythonOnly, stackRule);
+  const { end, freesBeforeTrace, lastAlloc, freesCarryAllocationStack } = lifetimesOf(
+    t,
+    paired,
+    blockAddresses,
+  );
+
+  const { phaseRun, runPhase } = phaseRuns(phase);
+  refineAllocations(t, kinds, stackRule, engine, mainPrefix, phase, runPhase, end, cat, rule);
+  return { end, freesBeforeTrace, phase, phaseRun, runPhase, lastAlloc, freesCarryAllocationStack };
+}
+
+// The passes of refineFromTrace, each a small function of its own: on a file opened cold, V8 compiles a
+// small loop in a moment, where the loops of one big function each waited for the whole of it.
+
+/** Per entry: engine thread (1; 2 for AccumulateGrad), phase, and the count of main-thread entries before it. */
+function entryPhases(t: Trace, kinds: Uint8Array, pythonOnly: boolean, stackRule: Uint8Array) {
   const n = t.length;
   const engine = new Uint8Array(n);
   const mainPrefix = new Int32Array(n + 1);
@@ -113,14 +130,13 @@ export function refineFromTrace(
     }
     mainPrefix[i + 1] = mainPrefix[i] + main;
   }
+  return { engine, mainPrefix, phase };
+}
 
-  const { end, freesBeforeTrace, lastAlloc, freesCarryAllocationStack } = lifetimesOf(
-    t,
-    paired,
-    blockAddresses,
-  );
-
-  // The phase run of each entry (the last phase seen at or before it, and a counter of phase changes).
+/** Per entry: the phase run it is in and that run's phase. */
+function phaseRuns(phase: Uint8Array) {
+  const n = phase.length;
+  // the last phase seen at or before each entry, and a counter of phase changes
   const phaseRun = new Int32Array(n);
   const runPhase = new Uint8Array(n);
   for (let i = 0, p = 0, run = 0; i < n; i++) {
@@ -132,7 +148,23 @@ export function refineFromTrace(
     phaseRun[i] = run;
     runPhase[i] = p;
   }
+  return { phaseRun, runPhase };
+}
 
+/** The rules that depend on when an allocation is freed, applied to the alloc entries in place. */
+function refineAllocations(
+  t: Trace,
+  kinds: Uint8Array,
+  stackRule: Uint8Array,
+  engine: Uint8Array,
+  mainPrefix: Int32Array,
+  phase: Uint8Array,
+  runPhase: Uint8Array,
+  end: Int32Array,
+  cat: Uint8Array,
+  rule: Uint8Array,
+): void {
+  const n = t.length;
   // Backwards, so that "the next entry of another phase" is a running value rather than four columns of
   // n entries each (fresh memory costs more than the arithmetic on a big trace): at entry i, `next` is
   // the phase of the nearest phase entry after i, `nf` / `no` / `nb` the first entry after i whose phase
@@ -173,7 +205,6 @@ export function refineFromTrace(
       }
     }
   }
-  return { end, freesBeforeTrace, phase, phaseRun, runPhase, lastAlloc, freesCarryAllocationStack };
 }
 
 /**
