@@ -3,6 +3,7 @@
 
 import { Growable } from "./growable";
 import {
+  Action,
   type Annotation,
   BlockState,
   EMPTY_STACK,
@@ -157,7 +158,7 @@ export class TraceColumns {
     this.stream[row] = stream;
     this.timeUs[row] = timeUs;
     this.stack[row] = stack;
-    this.deviceFreeBytes[row] = deviceFreeBytes;
+    if (keepsDeviceFree(action, deviceFreeBytes)) this.deviceFreeBytes[row] = deviceFreeBytes; // see pushRows
     this.compileContext[row] = compileContext;
     this.userMetadata[row] = userMetadata;
     this.category[row] = category;
@@ -174,6 +175,15 @@ export class TraceColumns {
     if (row + count > this.capacity) this.resize(Math.max(4096, row + count, Math.ceil(this.capacity * 1.5)));
     for (const name of TRACE_COLUMNS) {
       if (name === "isWorkspace") continue;
+      if (name === "deviceFreeBytes") {
+        // Only the entries that recorded a device_free (oom entries) are written, and an oom entry that
+        // did not (NaN); the rest stay 0, unwritten: NaN there was 8 bytes of fresh memory per entry.
+        const action = from.action as Uint8Array;
+        const free = from.deviceFreeBytes as Float64Array;
+        const column = this.deviceFreeBytes;
+        for (let j = 0; j < count; j++) if (keepsDeviceFree(action[j], free[j])) column[row + j] = free[j];
+        continue;
+      }
       const part = (from[name] as Float64Array | Int32Array | Uint8Array).subarray(0, count);
       // Rows past `length` were never written, so they are zero: a run of zeros (the default stream in
       // `stream` and `streamRaw`, the only one most files have) is left unwritten. Memory never written
@@ -223,6 +233,14 @@ export class TraceColumns {
     for (const name of TRACE_COLUMNS) table[name] = this[name].subarray(start, start + count);
     return table as unknown as TraceTable;
   }
+}
+
+/**
+ * Whether an entry's device_free is stored: when it was recorded (an oom entry's), and on an oom entry
+ * that did not record one (as NaN). Every other entry reads 0 (TraceTable.deviceFreeBytes).
+ */
+function keepsDeviceFree(action: number, deviceFreeBytes: number): boolean {
+  return Number.isNaN(deviceFreeBytes) ? action === Action.oom : deviceFreeBytes !== 0;
 }
 
 function pick<T extends Float64Array | Int32Array | Uint8Array>(column: T, rows: ArrayLike<number>): T {

@@ -102,7 +102,7 @@ export interface TraceTable {
   stream: Int32Array; // display number
   timeUs: Float64Array; // NaN when absent
   stack: Int32Array; // IndexIntoStacks
-  deviceFreeBytes: Float64Array; // oom only; NaN otherwise
+  deviceFreeBytes: Float64Array; // device_free where recorded (oom entries); an oom entry without: NaN; others 0
   compileContext: Int32Array; // IndexIntoStrings or NO_STRING
   userMetadata: Int32Array; // IndexIntoStrings or NO_STRING
   /** Profiler-made snapshots carry a category per entry; IndexIntoStrings or NO_STRING. */
