@@ -644,10 +644,6 @@ function actionKinds(model: SnapshotModel): Uint8Array {
   );
 }
 
-/**
- * Segments of torch_npu's workspace allocator: those at an address that a prepended workspace entry
- * (`workspace_snapshot` / `segment_alloc` / `alloc` with isWorkspace) of the same device names.
- */
 // The per-entry passes below are small functions of their own: on a file opened cold, V8 compiles a
 // small loop in a moment, while a loop inside attribute() waits for the whole function to be compiled
 // (and recompiled for each of its loops) and runs unoptimised meanwhile.
@@ -690,6 +686,10 @@ function nextWithCategory(category: Int32Array, from: number): number {
   return -1;
 }
 
+/**
+ * Segments of torch_npu's workspace allocator: those at an address that a prepended workspace entry
+ * (`workspace_snapshot` / `segment_alloc` / `alloc` with isWorkspace) of the same device names.
+ */
 function workspaceSegmentsOf(model: SnapshotModel): Set<number> {
   const out = new Set<number>();
   const byDevice = new Map<number, Set<number>>();

@@ -46,8 +46,8 @@ export function annotationsByAllocation(model: SnapshotModel, r: Replay): Map<nu
   if (!t) return out;
   const annotate = model.actionNames.indexOf("annotate");
   if (annotate < 0) return out;
-  // Most traces hold no note: find one (indexOf, from one annotate entry to the next) before indexing
-  // every allocation by address.
+  // Most traces hold no note: list the annotate entries that carry one (indexOf, from one to the next)
+  // before indexing every allocation by address.
   const noted: number[] = [];
   for (let i = t.action.indexOf(annotate); i >= 0; i = t.action.indexOf(annotate, i + 1))
     if (t.userMetadata[i] !== NO_STRING) noted.push(i);
