@@ -10,6 +10,7 @@
 // Every such answer is marked inferred (its rule says so) and keeps the "allocated before recording" site.
 
 import { BlockState, EMPTY_STACK, type SnapshotModel } from "../model/types";
+import { lowerBoundInt32 } from "../sorted";
 import { Category, RULES, RuleId } from "./rules";
 import { Kind, Phase, type TraceLifetimes } from "./trace-rules";
 
@@ -254,8 +255,8 @@ function replacedInPhase(a: TraceAttribution, stackCategory: Uint8Array, kinds: 
   /** run → size → alloc entries of a known site, in order. */
   const allocs = new Map<number, Map<number, number[]>>();
   for (const run of runs) {
-    const end = firstEntryAfterRun(phaseRun, run);
-    for (let i = firstEntryOfRun(phaseRun, run); i < end; i++) {
+    const end = lowerBoundInt32(phaseRun, run + 1);
+    for (let i = lowerBoundInt32(phaseRun, run); i < end; i++) {
       if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
       const s = t.stack[i];
       if (s === EMPTY_STACK || stackCategory[s] === Category.unknown) continue;
@@ -282,23 +283,6 @@ function replacedInPhase(a: TraceAttribution, stackCategory: Uint8Array, kinds: 
     a.beforeRule[i] = R.replaced;
     a.beforeSite[i] = a.site[j];
   }
-}
-
-/** The first entry of phase run `run` (phaseRun never decreases): a binary search. */
-function firstEntryOfRun(phaseRun: Int32Array, run: number): number {
-  let lo = 0;
-  let hi = phaseRun.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (phaseRun[mid] < run) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** The first entry after phase run `run`. */
-function firstEntryAfterRun(phaseRun: Int32Array, run: number): number {
-  return firstEntryOfRun(phaseRun, run + 1);
 }
 
 /** Whether a rule id names an inferred attribution. */

@@ -10,6 +10,7 @@ import type { CountersSidecar, SnapshotModel } from "../model/types";
 import { prepareReplays } from "../replay/report";
 import { type Replay, SITE_BEFORE_TRACE } from "../replay/types";
 import { replayInputs } from "../report";
+import { lowerBoundInt32 } from "../sorted";
 import { deviceCapacity } from "../whatif/suggest";
 import { analyseGrowth, type GrowthOptions, growthRule, projectOomStep } from "./growth";
 import { verdictMessage, warmUpText } from "./message";
@@ -41,18 +42,6 @@ export function leaksDevice(
   return best?.device ?? null;
 }
 
-/** First index j with xs[j] ≥ v (xs ascending). */
-function lowerBound(xs: Int32Array, v: number): number {
-  let lo = 0;
-  let hi = xs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (xs[mid] < v) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 interface KeyNames {
   site: string;
   label: string;
@@ -80,8 +69,8 @@ export function measureSteps(r: Replay, a: Attribution, endEvents: number[]): St
   for (let k = 0; k < A.length; k++) {
     const size = A.sizeBytes[k];
     // Allocated at step end e when allocEvent ≤ e < freeRequestedEvent (BEFORE_TRACE = −1 ≤ any e).
-    const j0 = lowerBound(ends, A.allocEvent[k]);
-    const j1 = lowerBound(ends, A.freeRequestedEvent[k]);
+    const j0 = lowerBoundInt32(ends, A.allocEvent[k]);
+    const j1 = lowerBoundInt32(ends, A.freeRequestedEvent[k]);
     if (j0 >= j1) continue;
     const key = (A.site[k] + 4) * C + A.category[k];
     let d = live.get(key);

@@ -6,6 +6,7 @@
 // no event touches has its final state throughout.
 
 import { Action, type SnapshotModel, type TraceTable } from "../model/types";
+import { lowerBoundFloat64 } from "../sorted";
 
 export interface ReservedExtents {
   /** Sorted boundaries; elementary interval j is [bounds[j], bounds[j+1]). */
@@ -60,17 +61,6 @@ export function intervalOf(bounds: Float64Array, addr: number): number {
   while (hi - lo > 1) {
     const mid = (lo + hi) >>> 1;
     if (bounds[mid] <= addr) lo = mid;
-    else hi = mid;
-  }
-  return lo;
-}
-
-function boundIndex(bounds: Float64Array, addr: number): number {
-  let lo = 0;
-  let hi = bounds.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (bounds[mid] < addr) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -133,8 +123,8 @@ export function buildExtents(
   for (let s = 0; s < segs.length; s++) {
     if (segs.device[s] !== device) continue;
     const a = segs.address[s];
-    const lo = boundIndex(bounds, a);
-    const hi = boundIndex(bounds, a + segs.totalSizeBytes[s]);
+    const lo = lowerBoundFloat64(bounds, a);
+    const hi = lowerBoundFloat64(bounds, a + segs.totalSizeBytes[s]);
     for (let j = lo; j < hi; j++) {
       final[j] = 1;
       if (segs.isExpandable[s]) expandable[j] = 1;
@@ -152,8 +142,8 @@ export function buildExtents(
     const i = eventIndex[k];
     const a = t.action[i];
     const addr = t.addr[i];
-    const lo = boundIndex(bounds, addr);
-    const hi = boundIndex(bounds, addr + t.sizeBytes[i]);
+    const lo = lowerBoundFloat64(bounds, addr);
+    const hi = lowerBoundFloat64(bounds, addr + t.sizeBytes[i]);
     loA[k] = lo;
     hiA[k] = hi;
     target[k] = a === Action.segment_alloc || a === Action.segment_map ? 1 : 0;

@@ -10,6 +10,7 @@ import {
   type SnapshotModel,
   type TraceTable,
 } from "../model/types";
+import { lowerBoundFloat64 } from "../sorted";
 import { exactBytesShort } from "../units";
 import type { AddressMap } from "./addr-map";
 import { type CategoryIndex, categoryColumns, categoryIndex } from "./categories";
@@ -161,14 +162,8 @@ class RegionTracker {
 
 /** First index i with x[i] >= t (x ascending), or null past the end. */
 export function eventAtOrAfter(x: Float64Array, t: number): number | null {
-  let lo = 0;
-  let hi = x.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (x[mid] < t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < x.length ? lo : null;
+  const i = lowerBoundFloat64(x, t);
+  return i < x.length ? i : null;
 }
 
 function annotationSpans(
