@@ -183,6 +183,15 @@ describe.skipIf(!HAVE_REAL)("replay of the real snapshots", () => {
         expect(comp.byCategory.reduce((s, x) => s + x, 0)).toBe(r.peakAllocatedBytes);
         expect(comp.sites.reduce((s, x) => s + x.bytes, 0)).toBe(r.peakAllocatedBytes);
       }
+      // The maxima the sweep keeps (the timeline's y scale) are the columns' maxima, found plainly here.
+      let allocatedMax = Number.NEGATIVE_INFINITY;
+      let reservedMax = Number.NEGATIVE_INFINITY;
+      for (let i = 0; i < r.length; i++) {
+        allocatedMax = Math.max(allocatedMax, r.allocated[i]);
+        reservedMax = Math.max(reservedMax, r.reserved[i]);
+      }
+      expect(r.peakAllocatedBytes).toBe(allocatedMax);
+      expect(r.maxReservedBytes).toBe(reservedMax);
     });
   }
 

@@ -13,7 +13,7 @@ import {
 } from "../src/core/model/types";
 import { compositionAt } from "../src/core/replay/peak";
 import { prepareReplay } from "../src/core/replay/prepare";
-import { inferredRuleOf, type ReplayInputs, replayOptionsFor, startsEmpty } from "../src/core/replay/report";
+import { inferredRules, type ReplayInputs, replayOptionsFor, startsEmpty } from "../src/core/replay/report";
 import { liveAllocationsAt, stateAt } from "../src/core/replay/state";
 import { NEVER, type Replay } from "../src/core/replay/types";
 import { parseCounters } from "../src/core/report/counters";
@@ -59,7 +59,7 @@ interface DeviceState {
   /** Site ids by the site's key as written in this file, and by its portable (compare) key. */
   siteIds: Map<string, number[]>;
   portableIds: Map<string, number[]>;
-  /** Per allocation: the inferred rule that named its category (inferredRuleOf), -1 when none. */
+  /** Per allocation: the inferred rule that named its category (core inferredRuleOf), -1 when none. */
   inferredRule: Int16Array;
 }
 
@@ -277,11 +277,9 @@ export class Engine {
       device,
       this.inputs ? replayOptionsFor(this.inputs, device) : { categoryCount: this.categoryNames().length },
     );
-    const inferredRule = new Int16Array(replay.allocations.length).fill(-1);
-    const inputs = this.inputs;
-    if (inputs) {
-      for (let k = 0; k < inferredRule.length; k++) inferredRule[k] = inferredRuleOf(replay, k, inputs);
-    }
+    const inferredRule = this.inputs
+      ? inferredRules(replay, this.inputs)
+      : new Int16Array(replay.allocations.length).fill(-1);
     let monotone = replay.hasTime;
     for (let i = 1; monotone && i < replay.length; i++) if (replay.x[i] < replay.x[i - 1]) monotone = false;
     const siteIds = new Map<string, number[]>();

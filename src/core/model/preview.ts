@@ -34,14 +34,20 @@ export class PreviewAccumulator {
     const blockMax = this.blockMax;
     let running = this.running;
     let lowest = this.lowest;
-    for (let row = this.rows; row < n; row++) {
-      const a = actions[row];
-      if (a === Action.alloc) running += sizes[row];
-      else if (a === Action.free_completed) running -= sizes[row];
-      if (running < lowest) lowest = running;
+    // block by block: no division and no push per row (millions of rows on the way to the first picture)
+    for (let row = this.rows; row < n; ) {
       const k = Math.floor(row / BLOCK_ROWS);
-      if (k === blockMax.length) blockMax.push(running);
-      else if (running > blockMax.data[k]) blockMax.data[k] = running;
+      const end = Math.min(n, (k + 1) * BLOCK_ROWS);
+      let max = k < blockMax.length ? blockMax.data[k] : Number.NEGATIVE_INFINITY;
+      for (; row < end; row++) {
+        const a = actions[row];
+        if (a === Action.alloc) running += sizes[row];
+        else if (a === Action.free_completed) running -= sizes[row];
+        if (running < lowest) lowest = running;
+        if (running > max) max = running;
+      }
+      if (k === blockMax.length) blockMax.push(max);
+      else blockMax.data[k] = max;
     }
     this.rows = n;
     this.running = running;

@@ -29,13 +29,14 @@ export interface SnapshotSummary {
   notes: string[];
 }
 
-function actionHistogram(
-  model: SnapshotModel,
-  actions: ArrayLike<number>,
-  into: Record<string, number>,
-): void {
+/** How many entries have each action id (counted once per trace: a big trace's pass costs ms). */
+function actionCounts(model: SnapshotModel, actions: ArrayLike<number>): Float64Array {
   const counts = new Float64Array(model.actionNames.length);
   for (let i = 0; i < actions.length; i++) counts[actions[i]]++;
+  return counts;
+}
+
+function addActions(model: SnapshotModel, counts: Float64Array, into: Record<string, number>): void {
   counts.forEach((n, id) => {
     if (n > 0) into[model.actionNames[id]] = (into[model.actionNames[id]] ?? 0) + n;
   });
@@ -77,8 +78,9 @@ export function summarize(model: SnapshotModel): SnapshotSummary {
     const s = device(t.device);
     s.traceEntries += t.length;
     traceEntries += t.length;
-    actionHistogram(model, t.action, s.actions);
-    actionHistogram(model, t.action, actions);
+    const counts = actionCounts(model, t.action);
+    addActions(model, counts, s.actions);
+    addActions(model, counts, actions);
   }
   return {
     fileName: model.source.fileName,

@@ -669,6 +669,8 @@ interface Sweep {
   reserved: Float64Array;
   peakEvent: number;
   peak: number;
+  /** The largest reserved after any event (−∞ without events). */
+  reservedMax: number;
 }
 
 /** Pass 2: the forward sweep — sizes of large blocks freed inside the trace, columns, checkpoints, peak. */
@@ -696,6 +698,7 @@ function sweep(
   let segPtr = 0;
   let peakEvent = -1;
   let peak = Number.NEGATIVE_INFINITY;
+  let reservedMax = Number.NEGATIVE_INFINITY;
   const hasImplicit = implicitCloses.size > 0;
   const aAddr = A.address;
   const aSize = A.sizeBytes;
@@ -759,6 +762,7 @@ function sweep(
       if (s > SMALL_SIZE_BYTES) large.remove(k, aAddr[k]);
     } else if (i === nextSeg) {
       res += segDelta[segPtr];
+      if (res > reservedMax) reservedMax = res;
       applySegmentEvent(extents, segState, segPtr);
       segPtr++;
       nextSeg = segPtr < segCount ? segEvents[segPtr] : -1;
@@ -771,7 +775,9 @@ function sweep(
       peakEvent = i;
     }
   }
-  return { allocated, active, reserved, peakEvent, peak };
+  // reserved changes only at segment events: its largest value is after one of them, or at the start
+  if (n > 0 && reserved[0] > reservedMax) reservedMax = reserved[0];
+  return { allocated, active, reserved, peakEvent, peak, reservedMax };
 }
 
 /**
@@ -939,6 +945,7 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
       freesCarryAllocationStack,
       peakEvent: swept.peakEvent >= 0 ? swept.peakEvent : null,
       peakAllocatedBytes: swept.peakEvent >= 0 ? swept.peak : Number.NaN,
+      maxReservedBytes: swept.reservedMax,
       end,
       check,
       rounding,
@@ -988,6 +995,7 @@ class PreparedReplay implements Replay {
   freesCarryAllocationStack!: boolean;
   peakEvent!: number | null;
   peakAllocatedBytes!: number;
+  maxReservedBytes!: number;
   end!: EndStateComparison;
   check!: CheckResult;
   rounding!: RoundingSettings;

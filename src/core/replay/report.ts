@@ -253,38 +253,71 @@ export function startsEmpty(r: Replay): boolean {
   return r.initial.allocatedBytes === 0 && r.anomalies.freesOfAllocationsBeforeTrace === 0;
 }
 
+/** What inferredRuleOf reads for one replay, looked up once. */
+interface RuleLookups {
+  traceRule: ArrayLike<number> | undefined;
+  traceRuleInferred: ArrayLike<number> | undefined;
+  ruleInferred: ArrayLike<number> | undefined;
+  blockRule: ArrayLike<number> | undefined;
+  before: ArrayLike<number> | undefined;
+  beforeRule: ArrayLike<number> | undefined;
+}
+
+function ruleLookups(r: Replay, inputs: ReplayInputs): RuleLookups {
+  return {
+    traceRule: inputs.traceRule?.[r.device],
+    traceRuleInferred: inputs.traceRuleInferred,
+    ruleInferred: inputs.ruleInferred,
+    blockRule: inputs.blockRule,
+    before: inputs.traceBeforeCategory?.[r.device],
+    beforeRule: inputs.traceBeforeRule?.[r.device],
+  };
+}
+
+function ruleOf(A: Replay["allocations"], k: number, L: RuleLookups): number {
+  if (A.origin[k] === Origin.trace) {
+    const rule = L.traceRule?.[A.allocEvent[k]] ?? -1;
+    return rule >= 0 && L.traceRuleInferred?.[rule] === 1 ? rule : -1;
+  }
+  if (!L.ruleInferred) return -1;
+  const b = A.block[k];
+  if (b >= 0) {
+    const rule = L.blockRule ? L.blockRule[b] : -1;
+    return rule >= 0 && L.ruleInferred[rule] === 1 ? rule : -1;
+  }
+  if (!L.before) return -1;
+  const e = A.origin[k] === Origin.beforeTraceFreed ? A.freeRequestedEvent[k] : A.freeCompletedEvent[k];
+  if (e < 0 || L.before[e] === 255) return -1;
+  return L.beforeRule?.[e] ?? -1;
+}
+
 /**
  * The inferred rule (rule id) that named allocation k of replay r, or -1 when its category comes from a
  * stack (or is unknown): allocations made before the trace that took a category from sizes and lifetimes —
  * a pre-trace block's inferred rule, or the inferred category of the free that ended it.
  */
 export function inferredRuleOf(r: Replay, k: number, inputs: ReplayInputs): number {
+  return ruleOf(r.allocations, k, ruleLookups(r, inputs));
+}
+
+/** inferredRuleOf of every allocation of r (the lookups made once: millions of allocations). */
+export function inferredRules(r: Replay, inputs: ReplayInputs): Int16Array {
   const A = r.allocations;
-  if (A.origin[k] === Origin.trace) {
-    const rule = inputs.traceRule?.[r.device]?.[A.allocEvent[k]] ?? -1;
-    return rule >= 0 && inputs.traceRuleInferred?.[rule] === 1 ? rule : -1;
-  }
-  if (!inputs.ruleInferred) return -1;
-  const b = A.block[k];
-  if (b >= 0) {
-    const rule = inputs.blockRule ? inputs.blockRule[b] : -1;
-    return rule >= 0 && inputs.ruleInferred[rule] === 1 ? rule : -1;
-  }
-  const before = inputs.traceBeforeCategory?.[r.device];
-  if (!before) return -1;
-  const e = A.origin[k] === Origin.beforeTraceFreed ? A.freeRequestedEvent[k] : A.freeCompletedEvent[k];
-  if (e < 0 || before[e] === 255) return -1;
-  return inputs.traceBeforeRule?.[r.device]?.[e] ?? -1;
+  const L = ruleLookups(r, inputs);
+  const out = new Int16Array(A.length);
+  for (let k = 0; k < out.length; k++) out[k] = ruleOf(A, k, L);
+  return out;
 }
 
 /** Allocated bytes per category after event i whose category was inferred (see inferredRuleOf). */
 export function inferredAt(r: Replay, i: EventIndex, inputs: ReplayInputs): Record<string, number> {
   const out: Record<string, number> = {};
   const A = r.allocations;
+  const L = ruleLookups(r, inputs);
   const live = liveAllocationsAt(r, i);
   for (let j = 0; j < live.length; j++) {
     const k = live[j];
-    if (A.freeRequestedEvent[k] <= i || inferredRuleOf(r, k, inputs) < 0) continue;
+    if (A.freeRequestedEvent[k] <= i || ruleOf(A, k, L) < 0) continue;
     const name = catName(inputs, A.category[k]);
     out[name] = (out[name] ?? 0) + A.sizeBytes[k];
   }

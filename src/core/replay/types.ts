@@ -247,6 +247,8 @@ export interface Replay {
   /** Highest allocated over the events (first such event); null without events. */
   peakEvent: EventIndex | null;
   peakAllocatedBytes: number;
+  /** Highest reserved over the events (−∞ without events). */
+  maxReservedBytes: number;
   end: EndStateComparison;
   check: CheckResult;
   rounding: RoundingSettings;
