@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { readSnapshotFile } from "../src/cli/read-file";
 import { buildReport } from "../src/core/report";
 import { parseCounters } from "../src/core/report/counters";
-import { REPO } from "./helpers/python";
+import { pythonPickleJson, REPO } from "./helpers/python";
 
 const FAKE = resolve(REPO, "test/capture/fake");
 const FAKE_NPU = resolve(REPO, "test/capture/fake_npu");
@@ -62,13 +62,7 @@ function runCase(
 
 /** What Python's own unpickler finds in the file, as JSON (tuples become lists, as in the fake's record). */
 function unpickle(path: string): unknown {
-  return JSON.parse(
-    execFileSync(
-      "python3",
-      ["-c", "import json,pickle,sys; print(json.dumps(pickle.load(open(sys.argv[1], 'rb'))))", path],
-      { encoding: "utf8", maxBuffer: 1 << 28 },
-    ),
-  );
+  return pythonPickleJson(path, "d");
 }
 
 const jsonRound = (v: unknown) => JSON.parse(JSON.stringify(v));

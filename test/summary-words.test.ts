@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readSnapshotFile } from "../src/cli/read-file";
 import { buildReport } from "../src/core/report";
-import { python, REPO } from "./helpers/python";
+import { python, pythonPickleJson, REPO } from "./helpers/python";
 
 const GEN = join(REPO, "test/gen/generate.py");
 const dir = mkdtempSync(join(tmpdir(), "peakscope-summary-"));
@@ -57,14 +57,10 @@ describe("summary words", () => {
     const vdir = join(dir, "variants");
     python([GEN, "variants", vdir]);
     const file = join(vdir, "oom.pickle");
-    const [event, size, deviceFree] = JSON.parse(
-      python([
-        "-c",
-        "import pickle,sys,json\nd=pickle.load(open(sys.argv[1],'rb'))\nt=d['device_traces'][0]\n" +
-          "o=[(i,e['size'],e['device_free']) for i,e in enumerate(t) if e['action']=='oom'][0]\nprint(json.dumps(o))",
-        file,
-      ]),
-    ) as [number, number, number];
+    const [event, size, deviceFree] = pythonPickleJson<[number, number, number]>(
+      file,
+      "[(i,e['size'],e['device_free']) for i,e in enumerate(d['device_traces'][0]) if e['action']=='oom'][0]",
+    );
     const s = buildReport(await readSnapshotFile(file)).summary;
     expect(s?.holdsOom).toBe(true);
     expect(s?.ooms[0]).toMatchObject({

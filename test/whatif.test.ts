@@ -32,7 +32,7 @@ import {
   whatIf,
   whatIfContext,
 } from "../src/core/whatif";
-import { HAVE_REAL, python, REAL_DIR, REPO } from "./helpers/python";
+import { HAVE_REAL, python, pythonPickleJson, REAL_DIR, REPO } from "./helpers/python";
 
 const GEN = join(REPO, "test/gen/generate.py");
 const dir = mkdtempSync(join(tmpdir(), "peakscope-whatif-"));
@@ -716,14 +716,10 @@ describe("device capacity and OOM", () => {
     const vdir = join(dir, "variants");
     python([GEN, "variants", vdir]);
     const file = join(vdir, "oom.pickle");
-    const [event, size, deviceFree] = JSON.parse(
-      python([
-        "-c",
-        "import pickle,sys,json\nd=pickle.load(open(sys.argv[1],'rb'))\nt=d['device_traces'][0]\n" +
-          "o=[(i,e['size'],e['device_free']) for i,e in enumerate(t) if e['action']=='oom'][0]\nprint(json.dumps(o))",
-        file,
-      ]),
-    ) as [number, number, number];
+    const [event, size, deviceFree] = pythonPickleJson<[number, number, number]>(
+      file,
+      "[(i,e['size'],e['device_free']) for i,e in enumerate(d['device_traces'][0]) if e['action']=='oom'][0]",
+    );
     const model = await readSnapshotFile(file);
     const a = attribute(model);
     const ctx = whatIfContext(model, { attribution: a });
