@@ -59,7 +59,7 @@ interface DeviceState {
   /** Site ids by the site's key as written in this file, and by its portable (compare) key. */
   siteIds: Map<string, number[]>;
   portableIds: Map<string, number[]>;
-  /** Per allocation: the inferred rule that named its category (core inferredRuleOf), -1 when none. */
+  /** Per allocation: the inferred rule that named its category (core inferredRules), -1 when none. */
   inferredRule: Int16Array;
 }
 

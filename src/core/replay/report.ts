@@ -253,7 +253,7 @@ export function startsEmpty(r: Replay): boolean {
   return r.initial.allocatedBytes === 0 && r.anomalies.freesOfAllocationsBeforeTrace === 0;
 }
 
-/** What inferredRuleOf reads for one replay, looked up once. */
+/** What ruleOf reads for one replay, looked up once. */
 interface RuleLookups {
   traceRule: ArrayLike<number> | undefined;
   traceRuleInferred: ArrayLike<number> | undefined;
@@ -274,6 +274,11 @@ function ruleLookups(r: Replay, inputs: ReplayInputs): RuleLookups {
   };
 }
 
+/**
+ * The inferred rule (rule id) that named allocation k, or -1 when its category comes from a stack (or is
+ * unknown): allocations made before the trace that took a category from sizes and lifetimes — a pre-trace
+ * block's inferred rule, or the inferred category of the free that ended it.
+ */
 function ruleOf(A: Replay["allocations"], k: number, L: RuleLookups): number {
   if (A.origin[k] === Origin.trace) {
     const rule = L.traceRule?.[A.allocEvent[k]] ?? -1;
@@ -291,16 +296,7 @@ function ruleOf(A: Replay["allocations"], k: number, L: RuleLookups): number {
   return L.beforeRule?.[e] ?? -1;
 }
 
-/**
- * The inferred rule (rule id) that named allocation k of replay r, or -1 when its category comes from a
- * stack (or is unknown): allocations made before the trace that took a category from sizes and lifetimes —
- * a pre-trace block's inferred rule, or the inferred category of the free that ended it.
- */
-export function inferredRuleOf(r: Replay, k: number, inputs: ReplayInputs): number {
-  return ruleOf(r.allocations, k, ruleLookups(r, inputs));
-}
-
-/** inferredRuleOf of every allocation of r (the lookups made once: millions of allocations). */
+/** The inferred rule of every allocation of r (ruleOf; the lookups made once: millions of allocations). */
 export function inferredRules(r: Replay, inputs: ReplayInputs): Int16Array {
   const A = r.allocations;
   const L = ruleLookups(r, inputs);
@@ -309,7 +305,7 @@ export function inferredRules(r: Replay, inputs: ReplayInputs): Int16Array {
   return out;
 }
 
-/** Allocated bytes per category after event i whose category was inferred (see inferredRuleOf). */
+/** Allocated bytes per category after event i whose category was inferred (see ruleOf). */
 export function inferredAt(r: Replay, i: EventIndex, inputs: ReplayInputs): Record<string, number> {
   const out: Record<string, number> = {};
   const A = r.allocations;
