@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readSnapshotFile } from "../src/cli/read-file";
 import { buildReport } from "../src/core/report";
-import { python, pythonPickleJson, REPO } from "./helpers/python";
+import { python, pythonFirstOom, REPO } from "./helpers/python";
 
 const GEN = join(REPO, "test/gen/generate.py");
 const dir = mkdtempSync(join(tmpdir(), "peakscope-summary-"));
@@ -57,10 +57,7 @@ describe("summary words", () => {
     const vdir = join(dir, "variants");
     python([GEN, "variants", vdir]);
     const file = join(vdir, "oom.pickle");
-    const [event, size, deviceFree] = pythonPickleJson<[number, number, number]>(
-      file,
-      "[(i,e['size'],e['device_free']) for i,e in enumerate(d['device_traces'][0]) if e['action']=='oom'][0]",
-    );
+    const [event, size, deviceFree] = pythonFirstOom(file);
     const s = buildReport(await readSnapshotFile(file)).summary;
     expect(s?.holdsOom).toBe(true);
     expect(s?.ooms[0]).toMatchObject({

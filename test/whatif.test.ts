@@ -32,7 +32,7 @@ import {
   whatIf,
   whatIfContext,
 } from "../src/core/whatif";
-import { HAVE_REAL, python, pythonPickleJson, REAL_DIR, REPO } from "./helpers/python";
+import { HAVE_REAL, python, pythonFirstOom, REAL_DIR, REPO } from "./helpers/python";
 
 const GEN = join(REPO, "test/gen/generate.py");
 const dir = mkdtempSync(join(tmpdir(), "peakscope-whatif-"));
@@ -716,10 +716,7 @@ describe("device capacity and OOM", () => {
     const vdir = join(dir, "variants");
     python([GEN, "variants", vdir]);
     const file = join(vdir, "oom.pickle");
-    const [event, size, deviceFree] = pythonPickleJson<[number, number, number]>(
-      file,
-      "[(i,e['size'],e['device_free']) for i,e in enumerate(d['device_traces'][0]) if e['action']=='oom'][0]",
-    );
+    const [event, size, deviceFree] = pythonFirstOom(file);
     const model = await readSnapshotFile(file);
     const a = attribute(model);
     const ctx = whatIfContext(model, { attribution: a });

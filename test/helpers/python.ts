@@ -20,3 +20,11 @@ export function pythonPickleJson<T>(path: string, expr: string): T {
   const code = `import json,pickle,sys; d=pickle.load(open(sys.argv[1],'rb')); print(json.dumps(${expr}))`;
   return JSON.parse(python(["-c", code, path])) as T;
 }
+
+/** Python's reading of the first oom entry of device 0's trace: [entry index, size, device_free]. */
+export function pythonFirstOom(path: string): [number, number, number] {
+  return pythonPickleJson<[number, number, number]>(
+    path,
+    "[(i,e['size'],e['device_free']) for i,e in enumerate(d['device_traces'][0]) if e['action']=='oom'][0]",
+  );
+}
