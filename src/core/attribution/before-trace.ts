@@ -10,11 +10,12 @@
 // Every such answer is marked inferred (its rule says so) and keeps the "allocated before recording" site.
 
 import { BlockState, EMPTY_STACK, type SnapshotModel } from "../model/types";
-import { lowerBoundInt32 } from "../sorted";
 import { Category, RULES, RuleId } from "./rules";
 import { Kind, Phase, type TraceLifetimes } from "./trace-rules";
 
-const NONE = 255;
+/** beforeCategory's "nothing inferred": it holds category + 1 (and beforeSite site + 1), so that the many entries with
+ * nothing inferred stay 0, their pages never written. */
+const NONE = 0;
 const R = {
   replaced: RuleId["replaced-in-phase"],
   matchesGradient: RuleId["matches-gradient"],
@@ -35,7 +36,8 @@ export interface TraceAttribution {
   category: Uint8Array;
   rule: Uint8Array;
   site: Int32Array;
-  /** Out: for the free entries that close a pre-trace allocation, its inferred category; 255 none. */
+  /** Out: for the free entries that close a pre-trace allocation, its inferred category + 1 (0: none),
+   * rule and site + 1. */
   beforeCategory: Uint8Array;
   beforeRule: Uint8Array;
   beforeSite: Int32Array;
@@ -51,9 +53,9 @@ export interface BlockAttribution {
 
 export function newBeforeArrays(n: number) {
   return {
-    beforeCategory: new Uint8Array(n).fill(NONE),
+    beforeCategory: new Uint8Array(n),
     beforeRule: new Uint8Array(n),
-    beforeSite: new Int32Array(n).fill(-1),
+    beforeSite: new Int32Array(n),
   };
 }
 
@@ -102,17 +104,17 @@ export function inferBeforeTrace(
       const size = t.sizeBytes[i];
       if (category[i] === Category.gradients) {
         push(gradStarts, size, i);
-        push(gradEnds, size, lifetimes.end[i]);
+        push(gradEnds, size, lifetimes.end.of(i));
       } else if (category[i] === Category.parameters) {
         push(paramStarts, size, i);
-        push(paramEnds, size, lifetimes.end[i]);
+        push(paramEnds, size, lifetimes.end.of(i));
       }
       const s = t.stack[i];
       if (s !== EMPTY_STACK && stackRule[s] === R.optimizer) {
         optimizerSizes.add(size);
         if (category[i] === Category.optimizer_state) {
           push(stateStarts, size, i);
-          push(stateEnds, size, lifetimes.end[i]);
+          push(stateEnds, size, lifetimes.end.of(i));
         }
       }
     }
@@ -163,9 +165,9 @@ export function inferBeforeTrace(
           blocks.site[b] = beforeSite;
         } else if (traceAttr) {
           const i = c.frees[j - c.blocks.length];
-          traceAttr.beforeCategory[i] = category;
+          traceAttr.beforeCategory[i] = category + 1;
           traceAttr.beforeRule[i] = rule;
-          traceAttr.beforeSite[i] = beforeSite;
+          traceAttr.beforeSite[i] = beforeSite + 1;
         }
       }
     };
@@ -225,9 +227,9 @@ function releasedByBackward(a: TraceAttribution, beforeSite: number): void {
   const frees = lifetimes.freesBeforeTrace;
   for (let i = frees.indexOf(1); i >= 0; i = frees.indexOf(1, i + 1)) {
     if (lifetimes.phase[i] !== Phase.backward) continue;
-    a.beforeCategory[i] = Category.activations;
+    a.beforeCategory[i] = Category.activations + 1;
     a.beforeRule[i] = R.releasedByBackward;
-    a.beforeSite[i] = beforeSite;
+    a.beforeSite[i] = beforeSite + 1;
   }
 }
 
@@ -239,24 +241,25 @@ function releasedByBackward(a: TraceAttribution, beforeSite: number): void {
  */
 function replacedInPhase(a: TraceAttribution, stackCategory: Uint8Array, kinds: Uint8Array): void {
   const { trace: t, lifetimes } = a;
-  const { phaseRun } = lifetimes;
+  const { runs: phaseRuns } = lifetimes;
   // Only the frees that close a pre-trace allocation matter, and they are few: the loops go from one to the
   // next (indexOf) and visit only the phase runs that hold one (phaseRun never decreases, so a run is one
   // range of entries), not every entry of a big trace.
   const frees = lifetimes.freesBeforeTrace;
   // Not in a backward: there, frees release what the forward saved and allocations are new gradients —
   // no one-for-one replacement (released-by-backward names those frees).
-  const replaceable = (i: number) => a.beforeCategory[i] === NONE && lifetimes.runPhase[i] !== Phase.backward;
+  const replaceable = (i: number) => a.beforeCategory[i] === NONE && phaseRuns.phaseAt(i) !== Phase.backward;
   const runs: number[] = [];
   for (let i = frees.indexOf(1); i >= 0; i = frees.indexOf(1, i + 1)) {
-    if (replaceable(i) && phaseRun[i] !== runs[runs.length - 1]) runs.push(phaseRun[i]);
+    const run = phaseRuns.runOf(i);
+    if (replaceable(i) && run !== runs[runs.length - 1]) runs.push(run);
   }
   if (runs.length === 0) return;
   /** run → size → alloc entries of a known site, in order. */
   const allocs = new Map<number, Map<number, number[]>>();
   for (const run of runs) {
-    const end = lowerBoundInt32(phaseRun, run + 1);
-    for (let i = lowerBoundInt32(phaseRun, run); i < end; i++) {
+    const end = phaseRuns.start[run + 1];
+    for (let i = phaseRuns.start[run]; i < end; i++) {
       if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
       const s = t.stack[i];
       if (s === EMPTY_STACK || stackCategory[s] === Category.unknown) continue;
@@ -271,7 +274,7 @@ function replacedInPhase(a: TraceAttribution, stackCategory: Uint8Array, kinds: 
   const taken = new Map<number[], number>();
   for (let i = frees.indexOf(1); i >= 0; i = frees.indexOf(1, i + 1)) {
     if (!replaceable(i)) continue;
-    const list = allocs.get(lifetimes.phaseRun[i])?.get(t.sizeBytes[i]);
+    const list = allocs.get(phaseRuns.runOf(i))?.get(t.sizeBytes[i]);
     if (!list) continue;
     const k = taken.get(list) ?? 0;
     if (k >= list.length) continue;
@@ -279,9 +282,9 @@ function replacedInPhase(a: TraceAttribution, stackCategory: Uint8Array, kinds: 
     const j = list[k];
     const s = t.stack[j];
     const cat = a.category[j] === Category.temporary ? stackCategory[s] : a.category[j];
-    a.beforeCategory[i] = cat;
+    a.beforeCategory[i] = cat + 1;
     a.beforeRule[i] = R.replaced;
-    a.beforeSite[i] = a.site[j];
+    a.beforeSite[i] = a.site[j] + 1;
   }
 }
 

@@ -2,6 +2,7 @@
 // Both are functions of the stack (except a profiler-made snapshot's own per-entry category), so they are
 // computed once per distinct frame and once per distinct stack, then looked up per row.
 
+import { takeInt32, takeUint8 } from "../model/recycled-memory";
 import { BlockState, EMPTY_STACK, NO_STRING, type SnapshotModel } from "../model/types";
 import { tracePairing } from "../replay/pairing";
 import {
@@ -111,7 +112,8 @@ export interface Attribution {
   traceRule: Uint8Array[];
   /**
    * Per trace, for the free entries that close an allocation made before the trace: that allocation's
-   * inferred category (NO_BEFORE_CATEGORY: nothing inferred), rule and site. The replay reads them.
+   * inferred category + 1 (NO_BEFORE_CATEGORY, 0: nothing inferred), rule and site + 1 (entries with
+   * nothing inferred, nearly all, stay 0: their pages are never written). The replay reads them.
    */
   traceBeforeCategory: Uint8Array[];
   traceBeforeRule: Uint8Array[];
@@ -655,9 +657,9 @@ function entriesFromStacks(
   stackSite: Int32Array,
   stackRule: Uint8Array,
 ): { cat: Uint8Array; site: Int32Array; rule: Uint8Array } {
-  const cat = new Uint8Array(t.length);
-  const site = new Int32Array(t.length);
-  const rule = new Uint8Array(t.length);
+  const cat = takeUint8(t.length);
+  const site = takeInt32(t.length);
+  const rule = takeUint8(t.length);
   for (let i = 0; i < t.length; i++) {
     const s = t.stack[i];
     site[i] = stackSite[s];

@@ -3,9 +3,11 @@
 // phases (forward / backward / optimizer, from each entry's stack rule) to decide, per allocation, whether
 // it outlived the phase that made it.
 
+import { recycleMemory, takeUint8 } from "../model/recycled-memory";
 import { Action, EMPTY_STACK, type SnapshotModel } from "../model/types";
 import type { Paired } from "../replay/pairing";
 import { NEVER, Origin } from "../replay/types";
+import { lowerBoundInt32 } from "../sorted";
 import { RULES, RuleId } from "./rules";
 
 type Trace = SnapshotModel["traces"][number];
@@ -45,20 +47,37 @@ const R = {
 /** Per action id: 2 alloc, 3 free_requested / free_completed, 4 another memory action, 0 the rest. */
 export const Kind = { other: 0, alloc: 2, free: 3, memory: 4 } as const;
 
+/**
+ * For an alloc entry, the entry that ends it (its free_requested, else free_completed, else the alloc that
+ * reused the address); n when it is alive at the end, and for other entries. Read off the pairing rather
+ * than kept as a column of n entries: fresh memory costs more than the two loads (docs/speed.md).
+ */
+export class AllocationEnds {
+  constructor(
+    private readonly action: Uint8Array,
+    private readonly eventAllocation: Int32Array,
+    private readonly freeRequested: Int32Array,
+    private readonly n: number,
+  ) {}
+
+  of(i: number): number {
+    const k = this.eventAllocation[i];
+    if (k < 0 || this.action[i] !== Action.alloc) return this.n;
+    const e = this.freeRequested[k];
+    return e === NEVER ? this.n : e;
+  }
+}
+
 export interface TraceLifetimes {
-  /** Per entry: for an alloc, the entry that ends it (its free_requested, else free_completed, else the
-   * alloc that reused the address); n when it is alive at the end. Other entries: n. */
-  end: Int32Array;
+  /** Where each alloc entry's allocation ends. */
+  end: AllocationEnds;
   /** Per entry: 1 for the free that closes an allocation made before the trace (the free_requested, or a
    * free_completed with no request before it: the entry the replay takes such an allocation from). */
   freesBeforeTrace: Uint8Array;
   /** Per entry: phase (Phase) of the entry's stack; engine-thread entries are backward. */
   phase: Uint8Array;
-  /** Per entry: a counter that moves on whenever the phase changes (entries of no phase keep the run); it
-   * never decreases, so each run is one range of entries. */
-  phaseRun: Int32Array;
-  /** Per entry: the phase of the run it is in (the last phase seen at or before it). */
-  runPhase: Uint8Array;
+  /** The runs of one phase the entries make. */
+  runs: PhaseRuns;
   /** Addresses of live blocks → index of the last alloc there (where a live block's allocation is). */
   lastAlloc: Map<number, number>;
   /** Do free entries carry the allocation's stack (`context="alloc"`) rather than their own? */
@@ -88,30 +107,29 @@ export function refineFromTrace(
   blockAddresses: Set<number> | undefined,
   paired: Paired,
 ): TraceLifetimes {
-  const { engine, mainPrefix, phase } = entryPhases(t, kinds, pythonOnly, stackRule);
+  const { engine, phase } = entryPhases(t, kinds, pythonOnly, stackRule);
   const { end, freesBeforeTrace, lastAlloc, freesCarryAllocationStack } = lifetimesOf(
     t,
     paired,
     blockAddresses,
   );
 
-  const { phaseRun, runPhase } = phaseRuns(phase);
-  refineAllocations(t, kinds, stackRule, engine, mainPrefix, phase, runPhase, end, cat, rule);
-  return { end, freesBeforeTrace, phase, phaseRun, runPhase, lastAlloc, freesCarryAllocationStack };
+  const runs = phaseRuns(phase);
+  refineAllocations(t, kinds, stackRule, engine, phase, runs, end, cat, rule);
+  recycleMemory(engine.buffer as ArrayBuffer, engine.byteOffset, engine.byteLength); // read by nothing else
+  return { end, freesBeforeTrace, phase, runs, lastAlloc, freesCarryAllocationStack };
 }
 
 // The passes of refineFromTrace, each a small function of its own: on a file opened cold, V8 compiles a
 // small loop in a moment, where the loops of one big function each waited for the whole of it.
 
-/** Per entry: engine thread (1; 2 for AccumulateGrad), phase, and the count of main-thread entries before it. */
+/** Per entry: engine thread (1; 2 for AccumulateGrad; 0 for the main thread's entries and the rest) and phase. */
 function entryPhases(t: Trace, kinds: Uint8Array, pythonOnly: boolean, stackRule: Uint8Array) {
   const n = t.length;
-  const engine = new Uint8Array(n);
-  const mainPrefix = new Int32Array(n + 1);
-  const phase = new Uint8Array(n);
+  const engine = takeUint8(n);
+  const phase = takeUint8(n);
   for (let i = 0; i < n; i++) {
     const k = kinds[t.action[i]];
-    let main = 0;
     if (k !== Kind.other && !t.isWorkspace[i]) {
       const s = t.stack[i];
       if (s === EMPTY_STACK) {
@@ -124,31 +142,58 @@ function entryPhases(t: Trace, kinds: Uint8Array, pythonOnly: boolean, stackRule
         if (r === R.accumulateGrad)
           engine[i] = 2; // a gradient whatever happens next
         else if (r === R.engine) engine[i] = 1;
-        else main = 1;
         phase[i] = RULE_PHASE[r];
       }
     }
-    mainPrefix[i + 1] = mainPrefix[i] + main;
   }
-  return { engine, mainPrefix, phase };
+  return { engine, phase };
 }
 
-/** Per entry: the phase run it is in and that run's phase. */
-function phaseRuns(phase: Uint8Array) {
+/**
+ * The runs of one phase: a run starts where an entry's phase differs from the last phase seen (entries of
+ * no phase keep the run), so each run is one range of entries. A few thousand runs on a big trace, kept as
+ * their starts rather than as two columns of n entries (fresh memory costs more than a binary search).
+ */
+export class PhaseRuns {
+  constructor(
+    /** Per run, its first entry, ascending (start[0] = 0), and the trace's length last. */
+    readonly start: Int32Array,
+    /** Per run: its phase. */
+    readonly phase: Uint8Array,
+    /** The first entry with a phase (the entries before it are in run 0 but of no phase yet). */
+    readonly firstPhased: number,
+  ) {}
+
+  /** The run entry i is in. */
+  runOf(i: number): number {
+    return lowerBoundInt32(this.start, i + 1) - 1;
+  }
+
+  /** The last phase seen at or before entry i (its run's, or none before the first). */
+  phaseAt(i: number): number {
+    return i < this.firstPhased ? Phase.none : this.phase[this.runOf(i)];
+  }
+}
+
+function phaseRuns(phase: Uint8Array): PhaseRuns {
   const n = phase.length;
-  // the last phase seen at or before each entry, and a counter of phase changes
-  const phaseRun = new Int32Array(n);
-  const runPhase = new Uint8Array(n);
-  for (let i = 0, p = 0, run = 0; i < n; i++) {
+  const starts = [0];
+  const phases: number[] = [];
+  let firstPhased = n;
+  for (let i = 0, p = 0; i < n; i++) {
     const ph = phase[i];
     if (ph && ph !== p) {
-      if (p) run++;
+      if (p) {
+        phases.push(p);
+        starts.push(i);
+      } else firstPhased = i;
       p = ph;
     }
-    phaseRun[i] = run;
-    runPhase[i] = p;
+    if (i === n - 1) phases.push(p);
   }
-  return { phaseRun, runPhase };
+  if (n === 0) phases.push(Phase.none);
+  starts.push(n);
+  return new PhaseRuns(Int32Array.from(starts), Uint8Array.from(phases), firstPhased);
 }
 
 /** The rules that depend on when an allocation is freed, applied to the alloc entries in place. */
@@ -157,10 +202,9 @@ function refineAllocations(
   kinds: Uint8Array,
   stackRule: Uint8Array,
   engine: Uint8Array,
-  mainPrefix: Int32Array,
   phase: Uint8Array,
-  runPhase: Uint8Array,
-  end: Int32Array,
+  runs: PhaseRuns,
+  end: AllocationEnds,
   cat: Uint8Array,
   rule: Uint8Array,
 ): void {
@@ -168,17 +212,33 @@ function refineAllocations(
   // Backwards, so that "the next entry of another phase" is a running value rather than four columns of
   // n entries each (fresh memory costs more than the arithmetic on a big trace): at entry i, `next` is
   // the phase of the nearest phase entry after i, `nf` / `no` / `nb` the first entry after i whose phase
-  // is another than forward / optimizer / backward, `b` the first backward entry after i and `nbAfterB`
-  // the first entry after b of another phase.
-  for (let i = n - 1, next = 0, nf = n, no = n, nb = n, b = n, nbAfterB = n; i >= 0; i--) {
-    if (kinds[t.action[i]] === Kind.alloc && !t.isWorkspace[i]) {
-      const s = t.stack[i];
+  // is another than forward / optimizer / backward, `b` the first backward entry after i, `nbAfterB`
+  // the first entry after b of another phase and `nextMain` the first main-thread entry after i (a memory
+  // entry with a stack that is neither the engine's nor AccumulateGrad's).
+  // `run`: the run of entry i - 1 (walked down with i)
+  for (
+    let i = n - 1,
+      next = 0,
+      nf = n,
+      no = n,
+      nb = n,
+      b = n,
+      nbAfterB = n,
+      nextMain = n,
+      run = runs.phase.length - 1;
+    i >= 0;
+    i--
+  ) {
+    while (run > 0 && runs.start[run] > i - 1) run--;
+    const k = kinds[t.action[i]];
+    const s = t.stack[i];
+    if (k === Kind.alloc && !t.isWorkspace[i]) {
       const r = s === EMPTY_STACK ? -1 : stackRule[s];
-      const e = end[i];
-      const prev = i > 0 ? runPhase[i - 1] : 0; // the nearest phase entry before i
+      const e = end.of(i);
+      const prev = i > 0 && i - 1 >= runs.firstPhased ? runs.phase[run] : 0; // the nearest phase entry before i
       let fired = -1;
       if (engine[i] === 1 || r === R.backwardCall) {
-        const outlived = mainPrefix[e] - mainPrefix[i + 1] > 0;
+        const outlived = nextMain < e; // a main-thread entry between the allocation and its end
         fired = outlived ? (s === EMPTY_STACK ? R.engineNoStack : r) : R.inFlight;
       } else if (r === R.forward) {
         if (e < n && e < nf) fired = R.forwardTransient;
@@ -193,6 +253,7 @@ function refineAllocations(
         cat[i] = RULES[fired].category;
       }
     }
+    if (k !== Kind.other && s !== EMPTY_STACK && engine[i] === 0 && !t.isWorkspace[i]) nextMain = i;
     const ph = phase[i];
     if (ph) {
       next = ph;
@@ -215,8 +276,7 @@ function refineAllocations(
  */
 function lifetimesOf(t: Trace, p: Paired, blockAddresses: Set<number> | undefined) {
   const n = t.length;
-  const end = new Int32Array(n).fill(n);
-  const freesBeforeTrace = new Uint8Array(n);
+  const freesBeforeTrace = new Uint8Array(n); // a few ones: most of its pages are never written
   const { action, stack } = t;
   const eventAllocation = p.eventAllocation;
   const { origin, allocEvent, freeRequestedEvent: freeReq, freeCompletedEvent: freeComp } = p.table;
@@ -225,10 +285,7 @@ function lifetimesOf(t: Trace, p: Paired, blockAddresses: Set<number> | undefine
   for (let i = 0; i < n; i++) {
     const k = eventAllocation[i];
     if (k < 0) continue; // no alloc or free (or a workspace entry, or one without an address)
-    if (action[i] === Action.alloc) {
-      if (freeReq[k] !== NEVER) end[i] = freeReq[k];
-      continue;
-    }
+    if (action[i] === Action.alloc) continue;
     const o = origin[k];
     if (o === Origin.trace) {
       // the free that ended an allocation of the trace for the program: do frees carry its stack?
@@ -251,7 +308,7 @@ function lifetimesOf(t: Trace, p: Paired, blockAddresses: Set<number> | undefine
     }
   }
   return {
-    end,
+    end: new AllocationEnds(action, eventAllocation, freeReq, n),
     freesBeforeTrace,
     lastAlloc,
     freesCarryAllocationStack: sameStack > 0 && otherStack === 0,

@@ -1,6 +1,8 @@
 // Where bytes come from: a Blob/File in the browser, a file descriptor in Node, an array in tests.
 // Readers take slices; nothing requires the whole file as one contiguous buffer.
 
+import { recycleMemory } from "../model/recycled-memory";
+
 export interface ByteSource {
   readonly name: string;
   readonly sizeBytes: number;
@@ -83,5 +85,10 @@ export async function* readChunks(
     previous = next.buffer;
     fill();
     yield current;
+  }
+  // the caller came back after the last slice: the slices' memory (ours when read into) serves the next columns
+  if (readInto !== null) {
+    if (previous !== null) free.push(previous);
+    for (const b of free) recycleMemory(b.buffer as ArrayBuffer, b.byteOffset, b.byteLength);
   }
 }

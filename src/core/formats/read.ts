@@ -3,6 +3,7 @@
 
 import { SnapshotAssembler } from "../model/assemble";
 import type { LoadPreview } from "../model/preview";
+import { dropRecycledMemory } from "../model/recycled-memory";
 import type { InputFormat, SnapshotModel } from "../model/types";
 import { nextTask } from "../next-task";
 import { PickleError } from "../pickle/errors";
@@ -209,6 +210,7 @@ function counting(chunks: AsyncIterable<Uint8Array>, counter: { bytes: number })
 export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Promise<SnapshotModel> {
   const chunkBytes = opts.chunkBytes ?? DEFAULT_CHUNK_BYTES;
   const name = src.name;
+  dropRecycledMemory(); // an earlier load's leftovers are not this one's to hold
   if (src.sizeBytes === 0) {
     throw new SnapshotReadError(
       "empty",

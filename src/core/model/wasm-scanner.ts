@@ -12,6 +12,7 @@ import { type DictScanner, decodeUtf8 } from "../pickle/unpickler";
 import { PyDict, PyList } from "../pickle/values";
 import { TRACE_SCAN_WASM_BASE64 } from "../wasm/trace-scan.wasm";
 import type { TraceColumns } from "./builder";
+import { recycleMemory } from "./recycled-memory";
 import {
   CONSUMED,
   type EntrySink,
@@ -195,6 +196,9 @@ export class WasmTraceScanner implements DictScanner {
     slot.owner = null;
     slot.memoUsed = Math.max(slot.memoUsed, this.memo?.length ?? 0);
     if (slot.x.memory.buffer.byteLength <= MAX_SPARE_BYTES) spare = slot;
+    // Not kept: the memo's codes (≈ 70 MB after a 1 GB file), written all through the read, serve the
+    // next columns. Nothing reads them after the read (the memo's values are JavaScript objects).
+    else recycleMemory(slot.x.memory.buffer, this.memoBase, 4 * (this.memo?.length ?? 0));
   }
 
   /** Whether the WebAssembly scanner is in use. */

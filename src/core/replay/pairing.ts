@@ -3,6 +3,7 @@
 // (attribution/trace-rules.ts, before any replay exists) and the replay then takes it over (prepare.ts),
 // so the addresses of a trace are hashed once, not once for each.
 
+import { takeInt32, takeUint8 } from "../model/recycled-memory";
 import { Action, BlockState, type SnapshotModel, type TraceTable } from "../model/types";
 import { AddressMap } from "./addr-map";
 import { type AllocationTable, BEFORE_TRACE, NEVER, Origin, type ReplayAnomalies } from "./types";
@@ -86,8 +87,8 @@ export function pairEntries(
   let pAllocEv = A.allocEvent;
   let pOrigin = A.origin;
   let count = 0;
-  const eventAllocation = new Int32Array(n).fill(-1);
-  const eventKind = new Uint8Array(n);
+  const eventAllocation = takeInt32(n, -1);
+  const eventKind = takeUint8(n);
   const implicitCloses = new Map<number, number>();
   // Addresses are reused heavily: start with the smallest table (cache-resident) and let it grow; the
   // warm-up file (workers/warm-up.ts) then makes it probe and grow too, before a user's file does.

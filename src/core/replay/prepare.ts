@@ -1,6 +1,7 @@
 // Replays one device's trace forwards from a reconstructed start state, so that it ends in exactly
 // the snapshot's `segments` state. See README.md for the semantics.
 
+import { dropRecycledMemory, takeFloat64 } from "../model/recycled-memory";
 import {
   Action,
   BlockState,
@@ -367,9 +368,6 @@ function prescan(model: SnapshotModel, c: Columns): Scan {
   };
 }
 
-/** traceBeforeCategory's "nothing inferred". */
-const NO_INFERRED_CATEGORY = 255;
-
 /**
  * Category, site, stack, stream and round_size of the allocations pass 1 created, from the entry that
  * created each. Returns whether free entries carry the allocation's stack.
@@ -423,13 +421,16 @@ function assignFromEntries(
   sizeSource.fill(SizeSource.rounded, 0, count);
   for (let k = 0; k < count; k++) {
     const e = entryOf(k);
-    stream[k] = streamCol[e];
+    // (the column is new, so 0: the default stream, most files' only one, is left unwritten and its
+    // pages untouched)
+    if (streamCol[e] !== 0) stream[k] = streamCol[e];
     if (origin[k] !== Origin.trace) {
-      const inferred = opts.traceBeforeCategory ? opts.traceBeforeCategory[e] : NO_INFERRED_CATEGORY;
-      if (inferred !== NO_INFERRED_CATEGORY) {
+      // (traceBeforeCategory holds category + 1, 0 when nothing was inferred; traceBeforeSite site + 1)
+      const inferred = opts.traceBeforeCategory ? opts.traceBeforeCategory[e] - 1 : -1;
+      if (inferred >= 0) {
         // Allocated before the trace; the attribution inferred what it was (sizes and lifetimes).
         category[k] = inferred < C ? inferred : unknownCategory;
-        const s = opts.traceBeforeSite ? opts.traceBeforeSite[e] : -1;
+        const s = opts.traceBeforeSite ? opts.traceBeforeSite[e] - 1 : -1;
         site[k] = s >= 0 ? s : SITE_BEFORE_TRACE;
         stack[k] = EMPTY_STACK;
         continue;
@@ -686,9 +687,9 @@ function sweep(
   const { n } = c;
   const { eventAllocation, eventKind, implicitCloses } = paired;
   const { large, segState } = start;
-  const allocated = new Float64Array(n);
-  const active = new Float64Array(n);
-  const reserved = new Float64Array(n);
+  const allocated = takeFloat64(n);
+  const active = takeFloat64(n);
+  const reserved = takeFloat64(n);
   const fitExpandable = rounding.expandableSegments;
   const segEvents = extents.eventIndex;
   const segDelta = extents.delta;
@@ -921,6 +922,7 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
   end.reservedMismatchBytes = extents.mismatchBytes;
 
   const check = traceReplayCheckFor(device, scan.replayedEvents, end, anomalies);
+  dropRecycledMemory(); // the load's big columns are made: what is left of the recycled memory goes
 
   return new PreparedReplay(
     {

@@ -292,7 +292,7 @@ function ruleOf(A: Replay["allocations"], k: number, L: RuleLookups): number {
   }
   if (!L.before) return -1;
   const e = A.origin[k] === Origin.beforeTraceFreed ? A.freeRequestedEvent[k] : A.freeCompletedEvent[k];
-  if (e < 0 || L.before[e] === 255) return -1;
+  if (e < 0 || L.before[e] === 0) return -1; // (category + 1; 0: nothing inferred)
   return L.beforeRule?.[e] ?? -1;
 }
 

@@ -264,7 +264,7 @@ export interface PrepareOptions {
   blockSite?: Int32Array;
   /**
    * For the free entries (of this device's trace) that close an allocation made before the trace: its
-   * inferred category (255: none inferred) and site (attribution's traceBeforeCategory / traceBeforeSite).
+   * inferred category + 1 (0: none inferred) and site + 1 (attribution's traceBeforeCategory / traceBeforeSite).
    */
   traceBeforeCategory?: Uint8Array;
   traceBeforeSite?: Int32Array;

@@ -27,7 +27,8 @@ const REASON_ENGINE = 1;
 const REASON_BEFORE_RECORDING = 2;
 const REASON_BEFORE_TRACE = 3;
 const REASON_LABEL_BEFORE_TRACE = "allocated before the trace (its stack is not in the trace)";
-const NO_INFERRED = 255;
+/** traceBeforeCategory's "nothing inferred" (it holds category + 1). */
+const NO_INFERRED = 0;
 
 interface Source {
   /** Non-empty stack id, or EMPTY_STACK for a no-stack group. */

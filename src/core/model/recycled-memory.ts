@@ -1,0 +1,120 @@
+// Memory a finished pass has written, handed to the next pass that needs a big column.
+//
+// Why: the first write to a page of fresh memory costs a page fault, and on the virtual machines these
+// figures are measured on that is 2.5–3 ms per MB (10 µs a page, docs/speed.md) — on a 1 GB file, more
+// than the arithmetic of the passes that fill the columns. Memory a pass is done with (the pickle
+// scanner's memo, the file's slices, a pass's scratch column) is already resident: a column carved out
+// of it costs a memset instead. A taken column is filled as asked (0 unless told), so it reads exactly
+// as a `new Float64Array(n)` would; only a column meant to live on should be taken (its memory is kept
+// by the whole buffer it came from).
+//
+// One pool per thread (the page reads each file in a worker of its own). What is not taken by the end
+// of a load is let go (`dropRecycledMemory`), so that the pool never holds memory past it.
+
+type Column = Uint8Array | Int32Array | Float64Array;
+
+interface Region {
+  buffer: ArrayBuffer;
+  /** The next free byte. */
+  at: number;
+  end: number;
+}
+
+/** Smaller columns and leftovers are not worth a region: `new` costs little for them. */
+const MIN_BYTES = 1 << 20;
+const MAX_REGIONS = 32;
+
+let regions: Region[] = [];
+
+/**
+ * Gives memory back for the next columns. The caller must be done with every byte of it: nothing may
+ * read or write it afterwards except through what `take*` hands out.
+ */
+export function recycleMemory(
+  buffer: ArrayBuffer,
+  byteOffset = 0,
+  byteLength = buffer.byteLength - byteOffset,
+): void {
+  if (byteLength < MIN_BYTES || buffer.byteLength === 0 || !(buffer instanceof ArrayBuffer)) return;
+  if (regions.length >= MAX_REGIONS) return;
+  regions.push({ buffer, at: align8(byteOffset), end: byteOffset + byteLength });
+}
+
+/** Lets go of what was not taken (the end of a load). */
+export function dropRecycledMemory(): void {
+  regions = [];
+}
+
+/** Bytes held for the next columns (tests, benchmarks). */
+export function recycledBytes(): number {
+  let sum = 0;
+  for (const r of regions) sum += r.end - r.at;
+  return sum;
+}
+
+/** Rounded up to a multiple of 8 (without `&`, which would cut offsets past 2 GiB to 32 bits). */
+function align8(x: number): number {
+  return Math.ceil(x / 8) * 8;
+}
+
+function carve(bytes: number): { buffer: ArrayBuffer; offset: number } | null {
+  if (bytes < MIN_BYTES) return null;
+  for (let k = 0; k < regions.length; k++) {
+    const r = regions[k];
+    if (r.end - r.at < bytes) continue;
+    const offset = r.at;
+    r.at = align8(offset + bytes);
+    if (r.end - r.at < MIN_BYTES) regions.splice(k, 1);
+    return { buffer: r.buffer, offset };
+  }
+  return null;
+}
+
+function take<T extends Column>(
+  make: (buffer: ArrayBuffer, offset: number, n: number) => T,
+  fresh: (n: number) => T,
+  bytesPer: number,
+  n: number,
+  value: number,
+): T {
+  const got = carve(n * bytesPer);
+  if (got === null) {
+    const col = fresh(n);
+    if (value !== 0) col.fill(value);
+    return col;
+  }
+  return make(got.buffer, got.offset, n).fill(value) as T;
+}
+
+/** A column of n bytes, each `value`. */
+export function takeUint8(n: number, value = 0): Uint8Array {
+  return take(
+    (b, o, k) => new Uint8Array(b, o, k),
+    (k) => new Uint8Array(k),
+    1,
+    n,
+    value,
+  );
+}
+
+/** A column of n 32-bit integers, each `value`. */
+export function takeInt32(n: number, value = 0): Int32Array {
+  return take(
+    (b, o, k) => new Int32Array(b, o, k),
+    (k) => new Int32Array(k),
+    4,
+    n,
+    value,
+  );
+}
+
+/** A column of n doubles, each `value`. */
+export function takeFloat64(n: number, value = 0): Float64Array {
+  return take(
+    (b, o, k) => new Float64Array(b, o, k),
+    (k) => new Float64Array(k),
+    8,
+    n,
+    value,
+  );
+}

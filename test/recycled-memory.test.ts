@@ -1,0 +1,74 @@
+// The pool of memory a finished pass gave back (src/core/model/recycled-memory.ts): a taken column reads
+// as a new one would (its value everywhere, whatever the memory held), no byte is handed out twice, and
+// what was not taken is let go. Expected values are written here, not read from the pool.
+
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  dropRecycledMemory,
+  recycledBytes,
+  recycleMemory,
+  takeFloat64,
+  takeInt32,
+  takeUint8,
+} from "../src/core/model/recycled-memory";
+
+const MiB = 1 << 20;
+
+/** A buffer full of garbage, as a finished pass leaves it. */
+function dirty(bytes: number): ArrayBuffer {
+  const b = new ArrayBuffer(bytes);
+  new Uint8Array(b).fill(0xab);
+  return b;
+}
+
+afterEach(() => dropRecycledMemory());
+
+describe("recycled memory", () => {
+  it("hands out columns carved from given-back memory, filled as asked", () => {
+    const buf = dirty(8 * MiB);
+    recycleMemory(buf);
+    const n = MiB / 2; // 4 MiB of doubles
+    const f = takeFloat64(n);
+    expect(f.buffer).toBe(buf);
+    expect(f.length).toBe(n);
+    expect(f.every((v) => v === 0)).toBe(true);
+    const i = takeInt32(MiB / 2, -1); // 2 MiB
+    expect(i.buffer).toBe(buf);
+    expect(i.every((v) => v === -1)).toBe(true);
+    const u = takeUint8(MiB + 3, 255); // an odd length: the next column still starts aligned
+    expect(u.buffer).toBe(buf);
+    expect(u.every((v) => v === 255)).toBe(true);
+    // no two columns share a byte: writing one leaves the others as they were
+    f.fill(1.5);
+    i.fill(7);
+    u.fill(9);
+    expect(f.every((v) => v === 1.5)).toBe(true);
+    expect(i.every((v) => v === 7)).toBe(true);
+    expect(u.every((v) => v === 9)).toBe(true);
+    const ends = [f, i, u]
+      .map((c) => [c.byteOffset, c.byteOffset + c.byteLength])
+      .sort((a, b) => a[0] - b[0]);
+    for (let k = 1; k < ends.length; k++) expect(ends[k][0]).toBeGreaterThanOrEqual(ends[k - 1][1]);
+  });
+
+  it("gives new memory when nothing given back fits, and takes only what a region holds", () => {
+    recycleMemory(dirty(2 * MiB));
+    const big = takeFloat64(MiB); // 8 MiB: more than the region
+    expect(big.buffer.byteLength).toBe(8 * MiB);
+    expect(big.every((v) => v === 0)).toBe(true);
+    expect(recycledBytes()).toBe(2 * MiB);
+    const small = takeInt32(1000); // under a megabyte: not worth a region
+    expect(small.buffer.byteLength).toBe(4000);
+    expect(recycledBytes()).toBe(2 * MiB);
+  });
+
+  it("ignores pieces too small to serve a column, and lets go of the rest at the end of a load", () => {
+    recycleMemory(dirty(MiB / 2));
+    expect(recycledBytes()).toBe(0);
+    recycleMemory(dirty(4 * MiB), 8, 3 * MiB);
+    expect(recycledBytes()).toBe(3 * MiB);
+    dropRecycledMemory();
+    expect(recycledBytes()).toBe(0);
+    expect(takeUint8(2 * MiB).buffer.byteLength).toBe(2 * MiB);
+  });
+});
