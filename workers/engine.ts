@@ -9,6 +9,7 @@ import {
   BLOCK_STATE_NAMES,
   BlockState,
   type CountersSidecar,
+  idAt,
   type SnapshotModel,
 } from "../src/core/model/types";
 import { compositionAt } from "../src/core/replay/peak";
@@ -572,8 +573,9 @@ export class Engine {
       freeTimeUs: d.timeAxis && free !== NEVER ? x(free) : Number.NaN,
       stream: A.stream[k],
       compileContext:
-        trace && allocEvent >= 0 ? (model.strings[trace.compileContext[allocEvent]] ?? null) : null,
-      userMetadata: trace && allocEvent >= 0 ? (model.strings[trace.userMetadata[allocEvent]] ?? null) : null,
+        trace && allocEvent >= 0 ? (model.strings[idAt(trace.compileContext, allocEvent)] ?? null) : null,
+      userMetadata:
+        trace && allocEvent >= 0 ? (model.strings[idAt(trace.userMetadata, allocEvent)] ?? null) : null,
       stack: stackView(model, stack, this.siteFrame(A.site[k])),
       emptyStackReason:
         stack === 0

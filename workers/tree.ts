@@ -8,7 +8,7 @@
 // (folded stacks, JSON, CSV of the whole tree: strings, downloaded by the page); B − A of a comparison;
 // and the trace's compile_context regions.
 
-import { BlockState, EMPTY_STACK } from "../src/core/model/types";
+import { BlockState, EMPTY_STACK, idAt } from "../src/core/model/types";
 import { liveAllocationsAt } from "../src/core/replay/state";
 import { NEVER, type Replay } from "../src/core/replay/types";
 import { type CallTreeBuilder, callTreeBuilder, searchTest } from "../src/core/tree/builder";
@@ -124,8 +124,12 @@ function groupModesOf(engine: Engine): GroupModes {
   const seen = new Set<number>();
   for (const t of model.traces) {
     if (t.forwardStack) forward = true;
-    for (let i = 0; i < t.length && seen.size < 64; i++)
-      if (t.userMetadata[i] >= 0) seen.add(t.userMetadata[i]);
+    const um = t.userMetadata;
+    if (!um.varies) {
+      if (t.length > 0 && um.base >= 0) seen.add(um.base);
+      continue;
+    }
+    for (let i = 0; i < t.length && seen.size < 64; i++) if (idAt(um, i) >= 0) seen.add(idAt(um, i));
   }
   const annotate = model.actionNames.indexOf("annotate");
   let metadataKeys: string[] | null = null;
@@ -146,7 +150,7 @@ function groupModesOf(engine: Engine): GroupModes {
     let plain = false;
     for (const t of model.traces)
       for (let i = 0; i < t.length && !plain; i++)
-        if (t.userMetadata[i] >= 0 && t.action[i] !== annotate) plain = true;
+        if (idAt(t.userMetadata, i) >= 0 && t.action[i] !== annotate) plain = true;
     if (!plain) metadataKeys = null;
   }
   const out = { forward, metadataKeys };

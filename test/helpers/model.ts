@@ -4,7 +4,7 @@ import { basename } from "node:path";
 import { bytesByteSource } from "../../src/core/formats/byte-source";
 import { type ReadOptions, readSnapshot } from "../../src/core/formats/read";
 import { stackFrames } from "../../src/core/model/builder";
-import type { SnapshotModel } from "../../src/core/model/types";
+import { idAt, type SnapshotModel } from "../../src/core/model/types";
 
 export function readBytes(
   bytes: Uint8Array,
@@ -64,9 +64,9 @@ export function fingerprint(m: SnapshotModel): unknown {
         t.timeUs[i],
         stack(t.stack[i]),
         t.deviceFreeBytes[i],
-        str(t.compileContext[i]),
-        str(t.userMetadata[i]),
-        str(t.category[i]),
+        str(idAt(t.compileContext, i)),
+        str(idAt(t.userMetadata, i)),
+        str(idAt(t.category, i)),
         t.isWorkspace[i],
         ...(t.forwardStack ? [stack(t.forwardStack[i])] : []),
       ]);

@@ -3,7 +3,7 @@
 // computed once per distinct frame and once per distinct stack, then looked up per row.
 
 import { takeInt32, takeUint8 } from "../model/recycled-memory";
-import { BlockState, EMPTY_STACK, NO_STRING, type SnapshotModel } from "../model/types";
+import { BlockState, EMPTY_STACK, type IdColumn, idAt, NO_STRING, type SnapshotModel } from "../model/types";
 import { tracePairing } from "../replay/pairing";
 import {
   type BlockAttribution,
@@ -439,7 +439,7 @@ export function attribute(model: SnapshotModel): Attribution {
     spanRows[d] = null;
     let out: Int8Array | null = null;
     for (let i = nextWithCategory(t.category, 0); i >= 0; i = nextWithCategory(t.category, i + 1)) {
-      const c = t.category[i];
+      const c = idAt(t.category, i);
       const name = model.strings[c] ?? "";
       // "span:<category>": decided from a profiler trace's spans (formats/artifacts/span-categories.ts)
       const span = name.startsWith("span:");
@@ -683,8 +683,11 @@ function engineNoStackSites(t: SnapshotModel["traces"][number], rule: Uint8Array
 }
 
 /** The first entry at or after `from` with a category (a profiler-made snapshot's; most have none), or -1. */
-function nextWithCategory(category: Int32Array, from: number): number {
-  for (let i = from; i < category.length; i++) if (category[i] !== NO_STRING) return i;
+function nextWithCategory(category: IdColumn, from: number): number {
+  const { diff, base } = category;
+  if (!category.varies) return base !== NO_STRING && from < diff.length ? from : -1;
+  const none = NO_STRING - base; // the difference that stands for NO_STRING
+  for (let i = from; i < diff.length; i++) if (diff[i] !== none) return i;
   return -1;
 }
 

@@ -81,6 +81,9 @@ const TRACE_COLUMNS = [
   "isWorkspace",
 ] as const;
 
+/** The columns of string ids: stored as IdColumns (their difference from the first row's id). */
+const ID_COLUMNS = new Set<string>(["compileContext", "userMetadata", "category"]);
+
 function allZero(xs: Float64Array | Int32Array | Uint8Array): boolean {
   for (let i = 0; i < xs.length; i++) if (xs[i] !== 0) return false;
   return true;
@@ -107,6 +110,10 @@ export class TraceColumns {
   userMetadata = new Int32Array(0);
   category = new Int32Array(0);
   isWorkspace = new Uint8Array(0);
+  /** The id columns' bases (IdColumn.base): the first row's ids; the columns above hold differences. */
+  private readonly idBase = { compileContext: 0, userMetadata: 0, category: 0 };
+  /** Whether an id column holds a row whose id differs from its base (IdColumn.varies). */
+  private readonly idVaries = { compileContext: false, userMetadata: false, category: false };
 
   /** Makes room for `rows` rows in all (an estimate; more rows still fit, by growing). */
   reserve(rows: number): void {
@@ -151,6 +158,12 @@ export class TraceColumns {
   ): number {
     const row = this.length;
     if (row === this.capacity) this.resize(Math.max(4096, Math.ceil(this.capacity * 1.5)));
+    const base = this.idBase;
+    if (row === 0) {
+      base.compileContext = compileContext;
+      base.userMetadata = userMetadata;
+      base.category = category;
+    }
     this.action[row] = action;
     this.addr[row] = addr;
     this.sizeBytes[row] = sizeBytes;
@@ -159,9 +172,20 @@ export class TraceColumns {
     this.timeUs[row] = timeUs;
     this.stack[row] = stack;
     if (keepsDeviceFree(action, deviceFreeBytes)) this.deviceFreeBytes[row] = deviceFreeBytes; // see pushRows
-    this.compileContext[row] = compileContext;
-    this.userMetadata[row] = userMetadata;
-    this.category[row] = category;
+    // (a difference of 0 is left unwritten: see IdColumn)
+    const varies = this.idVaries;
+    if (compileContext !== base.compileContext) {
+      this.compileContext[row] = compileContext - base.compileContext;
+      varies.compileContext = true;
+    }
+    if (userMetadata !== base.userMetadata) {
+      this.userMetadata[row] = userMetadata - base.userMetadata;
+      varies.userMetadata = true;
+    }
+    if (category !== base.category) {
+      this.category[row] = category - base.category;
+      varies.category = true;
+    }
     this.length = row + 1;
     return row;
   }
@@ -175,6 +199,19 @@ export class TraceColumns {
     if (row + count > this.capacity) this.resize(Math.max(4096, row + count, Math.ceil(this.capacity * 1.5)));
     for (const name of TRACE_COLUMNS) {
       if (name === "isWorkspace") continue;
+      if (name === "compileContext" || name === "userMetadata" || name === "category") {
+        const ids = from[name] as Int32Array;
+        if (row === 0 && count > 0) this.idBase[name] = ids[0];
+        const base = this.idBase[name];
+        const column = this[name];
+        for (let j = 0; j < count; j++) {
+          if (ids[j] !== base) {
+            column[row + j] = ids[j] - base;
+            this.idVaries[name] = true;
+          }
+        }
+        continue;
+      }
       if (name === "deviceFreeBytes") {
         // Only the entries that recorded a device_free (oom entries) are written, and an oom entry that
         // did not (NaN); the rest stay 0, unwritten: NaN there was 8 bytes of fresh memory per entry.
@@ -203,7 +240,7 @@ export class TraceColumns {
           ? this.view(device, rows.start, rows.count)
           : (() => {
               const t = { device, length: rows.length } as Record<string, unknown>;
-              for (const name of TRACE_COLUMNS) t[name] = pick(this[name], rows);
+              for (const name of TRACE_COLUMNS) t[name] = this.column(name, pick(this[name], rows));
               return t as unknown as TraceTable;
             })();
       if (this.forward.size > 0) {
@@ -228,9 +265,20 @@ export class TraceColumns {
     return this.view(device, 0, this.length);
   }
 
+  /** A table's column: the stored values, as an IdColumn for the id columns. */
+  private column(
+    name: (typeof TRACE_COLUMNS)[number],
+    values: Float64Array | Int32Array | Uint8Array,
+  ): unknown {
+    if (!ID_COLUMNS.has(name)) return values;
+    const id = name as keyof TraceColumns["idBase"];
+    return { diff: values, base: this.idBase[id], varies: this.idVaries[id] };
+  }
+
   private view(device: number, start: number, count: number): TraceTable {
     const table = { device, length: count } as Record<string, unknown>;
-    for (const name of TRACE_COLUMNS) table[name] = this[name].subarray(start, start + count);
+    for (const name of TRACE_COLUMNS)
+      table[name] = this.column(name, this[name].subarray(start, start + count));
     return table as unknown as TraceTable;
   }
 }

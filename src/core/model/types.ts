@@ -92,6 +92,24 @@ export interface BlockTable {
   forwardStack?: Int32Array;
 }
 
+/**
+ * A column of string ids (IndexIntoStrings or NO_STRING) stored as their difference from `base`, the
+ * first entry's id: read with `idAt`. A column that never changes (no user_metadata, no category, the same
+ * "N/A" compile context on every entry: most files) is then all zeros, and its pages are never written,
+ * where -1 or an id on every entry was 12 bytes of fresh memory per entry (docs/speed.md).
+ */
+export interface IdColumn {
+  readonly diff: Int32Array;
+  readonly base: number;
+  /** False when every entry's id is `base` (diff all zeros): loops may skip reading it. */
+  readonly varies: boolean;
+}
+
+/** Entry i's id in an IdColumn. */
+export function idAt(column: IdColumn, i: number): number {
+  return column.diff[i] + column.base;
+}
+
 export interface TraceTable {
   device: number;
   length: number;
@@ -103,10 +121,10 @@ export interface TraceTable {
   timeUs: Float64Array; // NaN when absent
   stack: Int32Array; // IndexIntoStacks
   deviceFreeBytes: Float64Array; // device_free where recorded (oom entries); an oom entry without: NaN; others 0
-  compileContext: Int32Array; // IndexIntoStrings or NO_STRING
-  userMetadata: Int32Array; // IndexIntoStrings or NO_STRING
+  compileContext: IdColumn; // IndexIntoStrings or NO_STRING
+  userMetadata: IdColumn; // IndexIntoStrings or NO_STRING
   /** Profiler-made snapshots carry a category per entry; IndexIntoStrings or NO_STRING. */
-  category: Int32Array;
+  category: IdColumn;
   /** 1 for torch_npu's workspace-allocator entries prepended to the device list. */
   isWorkspace: Uint8Array;
   /**

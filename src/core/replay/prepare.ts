@@ -6,6 +6,8 @@ import {
   Action,
   BlockState,
   EMPTY_STACK,
+  type IdColumn,
+  idAt,
   KNOWN_ACTIONS,
   NO_STRING,
   type SnapshotModel,
@@ -234,11 +236,13 @@ interface Columns {
   size: Float64Array;
   isWorkspace: Uint8Array;
   time: Float64Array;
-  compileContext: Int32Array;
-  userMetadata: Int32Array;
+  compileContext: IdColumn;
+  userMetadata: IdColumn;
   stack: Int32Array;
   stream: Int32Array;
 }
+
+const NO_IDS: IdColumn = { diff: new Int32Array(0), base: NO_STRING, varies: false };
 
 function columnsOf(trace: TraceTable | null): Columns {
   if (!trace) {
@@ -249,8 +253,8 @@ function columnsOf(trace: TraceTable | null): Columns {
       size: new Float64Array(0),
       isWorkspace: new Uint8Array(0),
       time: new Float64Array(0),
-      compileContext: new Int32Array(0),
-      userMetadata: new Int32Array(0),
+      compileContext: NO_IDS,
+      userMetadata: NO_IDS,
       stack: new Int32Array(0),
       stream: new Int32Array(0),
     };
@@ -300,8 +304,9 @@ function prescan(model: SnapshotModel, c: Columns): Scan {
   };
   const segmentEventList: number[] = [];
   const timeCol = c.time;
-  const ccCol = c.compileContext;
-  const umCol = c.userMetadata;
+  // (a column that does not vary is not read: its pages were never written, and reading them costs too)
+  const { diff: ccDiff, base: ccBase, varies: ccVaries } = c.compileContext;
+  const { diff: umDiff, base: umBase, varies: umVaries } = c.userMetadata;
   const cc = new RegionTracker(model, (s) => s === "" || s === "N/A");
   const um = new RegionTracker(model, (s) => s === "");
   for (let i = 0; i < n; i++) {
@@ -317,8 +322,8 @@ function prescan(model: SnapshotModel, c: Columns): Scan {
     }
     replayedEvents++;
     if (!Number.isNaN(timeCol[i])) timed++;
-    cc.at(ccCol[i], i);
-    um.at(umCol[i], i);
+    cc.at(ccVaries ? ccDiff[i] + ccBase : ccBase, i);
+    um.at(umVaries ? umDiff[i] + umBase : umBase, i);
     if (a === Action.alloc) allocEvents++;
     else if (a <= Action.free_completed) {
       // frees: counted by pass 1
@@ -859,7 +864,7 @@ function eventMarkers(
         stream: trace.stream[i],
         stack: trace.stack[i],
       });
-    } else markers.annotate.push({ eventIndex: i, text: str(model, trace.userMetadata[i]) });
+    } else markers.annotate.push({ eventIndex: i, text: str(model, idAt(trace.userMetadata, i)) });
   }
 }
 

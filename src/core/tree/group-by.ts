@@ -6,7 +6,7 @@
 // allocated total, every group the sum of its sites.
 
 import type { Attribution } from "../attribution";
-import { BlockState, NO_STRING, type SnapshotModel } from "../model/types";
+import { BlockState, idAt, NO_STRING, type SnapshotModel } from "../model/types";
 import { isAllocatedAt, liveAllocationsAt } from "../replay/state";
 import type { Replay } from "../replay/types";
 import type { CallTree, CallTreeNode, TreeMoment } from "./types";
@@ -50,7 +50,7 @@ export function annotationsByAllocation(model: SnapshotModel, r: Replay): Map<nu
   // before indexing every allocation by address.
   const noted: number[] = [];
   for (let i = t.action.indexOf(annotate); i >= 0; i = t.action.indexOf(annotate, i + 1))
-    if (t.userMetadata[i] !== NO_STRING) noted.push(i);
+    if (idAt(t.userMetadata, i) !== NO_STRING) noted.push(i);
   if (noted.length === 0) return out;
   const A = r.allocations;
   const byAddr = new Map<number, number[]>();
@@ -68,7 +68,7 @@ export function annotationsByAllocation(model: SnapshotModel, r: Replay): Map<nu
       if (A.allocEvent[k] <= i && (best < 0 || A.allocEvent[k] > A.allocEvent[best])) best = k;
     if (best < 0) continue;
     const notes = out.get(best);
-    const text = model.strings[t.userMetadata[i]];
+    const text = model.strings[idAt(t.userMetadata, i)];
     if (notes) notes.push(text);
     else out.set(best, [text]);
   }
@@ -100,7 +100,7 @@ export function buildGroupedTree(
   const t = replay?.trace ?? null;
   const groupOfEntry = (e: number): Pick<Item, "group" | "groupDetail" | "groupOwn"> => {
     if (groupBy.kind === "metadata") {
-      const s = t && e >= 0 ? t.userMetadata[e] : NO_STRING;
+      const s = t && e >= 0 ? idAt(t.userMetadata, e) : NO_STRING;
       return {
         group: metadataValue(s === NO_STRING ? null : model.strings[s], groupBy.key),
         groupDetail: null,
