@@ -479,8 +479,8 @@ export class Engine {
         label: a.text ?? "annotate",
       });
     }
-    let maxReserved = r.initial.reservedBytes;
-    for (let i = 0; i < n; i++) if (r.reserved[i] > maxReserved) maxReserved = r.reserved[i];
+    // (the replay's maximum over its events, not a pass over its reserved column: that is made on first read)
+    const maxReserved = Math.max(r.initial.reservedBytes, r.maxReservedBytes);
     const settings = model.allocatorSettings ?? {};
     const overflowed = settings.trace_alloc_overflowed === true;
     const lostStart = r.anomalies.freesOfAllocationsBeforeTrace;

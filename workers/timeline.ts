@@ -3,6 +3,7 @@
 // left), the composition by category at the max, and reserved's max. Never one value per event to the page.
 
 import type { Replay } from "../src/core/replay/types";
+import { lowerBoundInt32 } from "../src/core/sorted";
 import type { TimelineAnswer, TimelineQuery } from "./api";
 
 /** The x of each event on an axis: the replay's x (time_us) for "time", the index for "event". */
@@ -80,13 +81,19 @@ export function computeTimeline(replay: Replay, q: TimelineQuery, yMax: number):
   };
   if (n === 0 || !(q.x1 > q.x0)) return answer;
   const x = axisX(replay, q.axis);
-  const { allocated, reserved } = replay;
+  const { allocated } = replay;
+  // Reserved from its steps (a few thousand), not the per-event column (made only when something reads it)
+  const { eventIndex: stepEvent, bytes: stepBytes } = replay.reservedSteps;
+  const steps = stepEvent.length;
   const at = new Float64Array(C);
   const w = (q.x1 - q.x0) / B;
   const xFirst = x(0);
   const xLast = x(n - 1);
   // Event index where the scan starts: the first event at or after x0.
   let i = lowerBound(n, x, q.x0);
+  // sp: the steps at events before i; res: reserved after event i - 1
+  let sp = lowerBoundInt32(stepEvent, i);
+  let res = sp > 0 ? stepBytes[sp - 1] : replay.initial.reservedBytes;
   for (let b = 0; b < B; b++) {
     const bx0 = q.x0 + b * w;
     const bx1 = bx0 + w;
@@ -100,7 +107,7 @@ export function computeTimeline(replay: Replay, q: TimelineQuery, yMax: number):
     const prev = i - 1;
     if (prev >= 0) {
       min = max = allocated[prev];
-      rmax = reserved[prev];
+      rmax = res;
       argmax = prev;
     } else {
       min = max = replay.initial.allocatedBytes;
@@ -118,7 +125,8 @@ export function computeTimeline(replay: Replay, q: TimelineQuery, yMax: number):
         argmax = i;
       }
       if (a < min) min = a;
-      if (reserved[i] > rmax) rmax = reserved[i];
+      while (sp < steps && stepEvent[sp] <= i) res = stepBytes[sp++];
+      if (res > rmax) rmax = res;
       i++;
     }
     // Before the first event's bucket, draw nothing (prev < 0 and no event yet).

@@ -671,8 +671,11 @@ function startState(
 
 interface Sweep {
   allocated: Float64Array;
-  active: Float64Array;
-  reserved: Float64Array;
+  /** Active bytes after each of the marker events (as given), and after the last event. */
+  activeAtMarkers: Float64Array;
+  finalActive: number;
+  finalReserved: number;
+  reservedSteps: { eventIndex: Int32Array; bytes: Float64Array };
   peakEvent: number;
   peak: number;
   /** The largest reserved after any event (−∞ without events). */
@@ -688,13 +691,21 @@ function sweep(
   start: StartState,
   rounding: RoundingSettings,
   anomalies: ReplayAnomalies,
+  markerEvents: number[],
 ): Sweep {
   const { n } = c;
   const { eventAllocation, eventKind, implicitCloses } = paired;
   const { large, segState } = start;
+  // Only `allocated` is a column here: active and reserved are made when first read (activeColumn,
+  // reservedColumn): the report and the first picture read them at a few events, if at all, and their
+  // 16 bytes per event of fresh memory cost more than the pass (docs/speed.md).
   const allocated = takeFloat64(n);
-  const active = takeFloat64(n);
-  const reserved = takeFloat64(n);
+  const activeAtMarkers = new Float64Array(markerEvents.length);
+  let nextMarker = markerEvents.length > 0 ? markerEvents[0] : -1;
+  let markerPtr = 0;
+  let reservedAfterFirst = Number.NEGATIVE_INFINITY;
+  const stepEvents: number[] = [];
+  const stepBytes: number[] = [];
   const fitExpandable = rounding.expandableSegments;
   const segEvents = extents.eventIndex;
   const segDelta = extents.delta;
@@ -769,21 +780,35 @@ function sweep(
     } else if (i === nextSeg) {
       res += segDelta[segPtr];
       if (res > reservedMax) reservedMax = res;
+      stepEvents.push(i);
+      stepBytes.push(res);
       applySegmentEvent(extents, segState, segPtr);
       segPtr++;
       nextSeg = segPtr < segCount ? segEvents[segPtr] : -1;
     }
     allocated[i] = alloc;
-    active[i] = act;
-    reserved[i] = res;
+    if (i === nextMarker) {
+      activeAtMarkers[markerPtr++] = act;
+      nextMarker = markerPtr < markerEvents.length ? markerEvents[markerPtr] : -1;
+    }
+    if (i === 0) reservedAfterFirst = res;
     if (alloc > peak) {
       peak = alloc;
       peakEvent = i;
     }
   }
   // reserved changes only at segment events: its largest value is after one of them, or at the start
-  if (n > 0 && reserved[0] > reservedMax) reservedMax = reserved[0];
-  return { allocated, active, reserved, peakEvent, peak, reservedMax };
+  if (n > 0 && reservedAfterFirst > reservedMax) reservedMax = reservedAfterFirst;
+  return {
+    allocated,
+    activeAtMarkers,
+    finalActive: act,
+    finalReserved: res,
+    reservedSteps: { eventIndex: Int32Array.from(stepEvents), bytes: Float64Array.from(stepBytes) },
+    peakEvent,
+    peak,
+    reservedMax,
+  };
 }
 
 /**
@@ -840,12 +865,14 @@ function eventMarkers(
   trace: TraceTable,
   events: number[],
   markers: ReplayMarkers,
-  active: Float64Array,
+  /** Active bytes after each of `events`. */
+  activeAt: Float64Array,
   x: Float64Array,
   hasTime: boolean,
 ): void {
   const { action, sizeBytes } = trace;
-  for (const i of events) {
+  for (let m = 0; m < events.length; m++) {
+    const i = events[m];
     const a = action[i];
     const timeUs = hasTime ? x[i] : Number.isFinite(trace.timeUs[i]) ? trace.timeUs[i] : null;
     if (a === Action.snapshot) {
@@ -853,7 +880,7 @@ function eventMarkers(
         eventIndex: i,
         timeUs,
         recordedActiveBytes: sizeBytes[i],
-        replayedActiveBytes: active[i],
+        replayedActiveBytes: activeAt[m],
       });
     } else if (a === Action.oom) {
       markers.oom.push({
@@ -914,15 +941,15 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
   anomalies.redundantSegmentEvents = extents.redundantEvents;
 
   const start = startState(A, extents, rounding, anomalies, C);
-  const swept = sweep(cols, paired, A, extents, start, rounding, anomalies);
+  const swept = sweep(cols, paired, A, extents, start, rounding, anomalies, scan.markerEvents);
   const makeCheckpoints = () =>
     buildCheckpoints(A, n, opts.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY, 4 * n + (1 << 20));
-  if (trace) eventMarkers(model, trace, scan.markerEvents, markers, swept.active, x, hasTime);
+  if (trace) eventMarkers(model, trace, scan.markerEvents, markers, swept.activeAtMarkers, x, hasTime);
   markers.annotations = annotationSpans(model, device, x, hasTime);
 
   end.replayAllocatedBytes = n > 0 ? swept.allocated[n - 1] : start.initial.allocatedBytes;
-  end.replayActiveBytes = n > 0 ? swept.active[n - 1] : start.initial.activeBytes;
-  end.replayReservedBytes = n > 0 ? swept.reserved[n - 1] : start.initial.reservedBytes;
+  end.replayActiveBytes = n > 0 ? swept.finalActive : start.initial.activeBytes;
+  end.replayReservedBytes = n > 0 ? swept.finalReserved : start.initial.reservedBytes;
   end.snapshotReservedBytes = extents.snapshotReservedBytes;
   end.reservedMismatchBytes = extents.mismatchBytes;
 
@@ -938,8 +965,6 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
       hasTime,
       x,
       allocated: swept.allocated,
-      active: swept.active,
-      reserved: swept.reserved,
       categoryCount: C,
       unknownCategory,
       initial: start.initial,
@@ -953,17 +978,21 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
       peakEvent: swept.peakEvent >= 0 ? swept.peakEvent : null,
       peakAllocatedBytes: swept.peakEvent >= 0 ? swept.peak : Number.NaN,
       maxReservedBytes: swept.reservedMax,
+      reservedSteps: swept.reservedSteps,
       end,
       check,
       rounding,
     },
     makeCheckpoints,
+    paired.eventKind,
   );
 }
 
 /** What a replay holds as plain values (the columns and facts), before its lazily computed parts. */
 type ReplayFields = Omit<
   Replay,
+  | "active"
+  | "reserved"
   | "requested"
   | "allocatedByCategory"
   | "categoriesAt"
@@ -988,8 +1017,6 @@ class PreparedReplay implements Replay {
   hasTime!: boolean;
   x!: Float64Array;
   allocated!: Float64Array;
-  active!: Float64Array;
-  reserved!: Float64Array;
   categoryCount!: number;
   unknownCategory!: number;
   initial!: Replay["initial"];
@@ -1003,6 +1030,7 @@ class PreparedReplay implements Replay {
   peakEvent!: number | null;
   peakAllocatedBytes!: number;
   maxReservedBytes!: number;
+  reservedSteps!: Replay["reservedSteps"];
   end!: EndStateComparison;
   check!: CheckResult;
   rounding!: RoundingSettings;
@@ -1010,13 +1038,32 @@ class PreparedReplay implements Replay {
   #byCategory: Float64Array[] | null = null;
   #byCategoryIndex: CategoryIndex | null = null;
   #cps: { list: Int32Array[]; every: number } | null = null;
+  #active: Float64Array | null = null;
+  #reserved: Float64Array | null = null;
 
   /** Builds the checkpoints of the live set (on the first state query: the columns do not need them). */
   readonly #makeCheckpoints: () => { list: Int32Array[]; every: number };
+  /** What each event did to its allocation (the pairing's), for the active and reserved columns. */
+  readonly #eventKind: Uint8Array;
 
-  constructor(fields: ReplayFields, makeCheckpoints: () => { list: Int32Array[]; every: number }) {
+  constructor(
+    fields: ReplayFields,
+    makeCheckpoints: () => { list: Int32Array[]; every: number },
+    eventKind: Uint8Array,
+  ) {
     Object.assign(this, fields);
     this.#makeCheckpoints = makeCheckpoints;
+    this.#eventKind = eventKind;
+  }
+
+  get active(): Float64Array {
+    this.#active ??= activeColumn(this, this.#eventKind);
+    return this.#active;
+  }
+
+  get reserved(): Float64Array {
+    this.#reserved ??= reservedColumn(this);
+    return this.#reserved;
   }
 
   get requested(): Float64Array {
@@ -1058,6 +1105,47 @@ class PreparedReplay implements Replay {
     this.#byCategoryIndex ??= categoryIndex(this);
     return this.#byCategoryIndex;
   }
+}
+
+/**
+ * Active bytes after every event: the sweep's sums again (the same additions in the same order, over the
+ * allocations' final sizes, which the sweep fitted before any event that reads them).
+ */
+function activeColumn(r: Replay, eventKind: Uint8Array): Float64Array {
+  const n = r.length;
+  const col = new Float64Array(n);
+  const size = r.allocations.sizeBytes;
+  const ev = r.eventAllocation;
+  const implicitCloses = r.implicitCloses;
+  const hasImplicit = implicitCloses.size > 0;
+  let act = r.initial.activeBytes;
+  for (let i = 0; i < n; i++) {
+    const kind = eventKind[i];
+    if (kind === Kind.alloc) {
+      if (hasImplicit) {
+        const old = implicitCloses.get(i);
+        if (old !== undefined) act -= size[old];
+      }
+      act += size[ev[i]];
+    } else if (kind !== Kind.none && kind !== Kind.freeRequested) act -= size[ev[i]];
+    col[i] = act;
+  }
+  return col;
+}
+
+/** Reserved bytes after every event, from its steps. */
+function reservedColumn(r: Replay): Float64Array {
+  const col = new Float64Array(r.length);
+  const { eventIndex, bytes } = r.reservedSteps;
+  let from = 0;
+  let res = r.initial.reservedBytes;
+  for (let s = 0; s < eventIndex.length; s++) {
+    col.fill(res, from, eventIndex[s]);
+    from = eventIndex[s];
+    res = bytes[s];
+  }
+  col.fill(res, from);
+  return col;
 }
 
 /** Allocated bytes in requested (unrounded) sizes after every event. */

@@ -249,6 +249,12 @@ export interface Replay {
   peakAllocatedBytes: number;
   /** Highest reserved over the events (−∞ without events). */
   maxReservedBytes: number;
+  /**
+   * Reserved as steps: the events where it changed (ascending) and its value after each; before the
+   * first, initial.reservedBytes. What `reserved` is made of (a few thousand steps against millions of
+   * events): a pass that only needs reserved per range reads these instead.
+   */
+  reservedSteps: { eventIndex: Int32Array; bytes: Float64Array };
   end: EndStateComparison;
   check: CheckResult;
   rounding: RoundingSettings;
