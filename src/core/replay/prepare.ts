@@ -671,8 +671,9 @@ function startState(
 
 interface Sweep {
   allocated: Float64Array;
-  /** Active bytes after each of the marker events (as given), and after the last event. */
+  /** Active bytes after each of the marker events (in the order given). */
   activeAtMarkers: Float64Array;
+  /** Active and reserved bytes after the last event. */
   finalActive: number;
   finalReserved: number;
   reservedSteps: { eventIndex: Int32Array; bytes: Float64Array };
