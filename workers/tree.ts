@@ -129,7 +129,10 @@ function groupModesOf(engine: Engine): GroupModes {
       if (t.length > 0 && um.base >= 0) seen.add(um.base);
       continue;
     }
-    for (let i = 0; i < t.length && seen.size < 64; i++) if (idAt(um, i) >= 0) seen.add(idAt(um, i));
+    for (let i = 0; i < t.length && seen.size < 64; i++) {
+      const id = idAt(um, i);
+      if (id >= 0) seen.add(id);
+    }
   }
   const annotate = model.actionNames.indexOf("annotate");
   let metadataKeys: string[] | null = null;

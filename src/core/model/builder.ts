@@ -82,7 +82,10 @@ const TRACE_COLUMNS = [
 ] as const;
 
 /** The columns of string ids: stored as IdColumns (their difference from the first row's id). */
-const ID_COLUMNS = new Set<string>(["compileContext", "userMetadata", "category"]);
+type IdColumnName = "compileContext" | "userMetadata" | "category";
+function isIdColumn(name: string): name is IdColumnName {
+  return name === "compileContext" || name === "userMetadata" || name === "category";
+}
 
 function allZero(xs: Float64Array | Int32Array | Uint8Array): boolean {
   for (let i = 0; i < xs.length; i++) if (xs[i] !== 0) return false;
@@ -111,9 +114,13 @@ export class TraceColumns {
   category = new Int32Array(0);
   isWorkspace = new Uint8Array(0);
   /** The id columns' bases (IdColumn.base): the first row's ids; the columns above hold differences. */
-  private readonly idBase = { compileContext: 0, userMetadata: 0, category: 0 };
+  private readonly idBase: Record<IdColumnName, number> = { compileContext: 0, userMetadata: 0, category: 0 };
   /** Whether an id column holds a row whose id differs from its base (IdColumn.varies). */
-  private readonly idVaries = { compileContext: false, userMetadata: false, category: false };
+  private readonly idVaries: Record<IdColumnName, boolean> = {
+    compileContext: false,
+    userMetadata: false,
+    category: false,
+  };
 
   /** Makes room for `rows` rows in all (an estimate; more rows still fit, by growing). */
   reserve(rows: number): void {
@@ -199,7 +206,7 @@ export class TraceColumns {
     if (row + count > this.capacity) this.resize(Math.max(4096, row + count, Math.ceil(this.capacity * 1.5)));
     for (const name of TRACE_COLUMNS) {
       if (name === "isWorkspace") continue;
-      if (name === "compileContext" || name === "userMetadata" || name === "category") {
+      if (isIdColumn(name)) {
         const ids = from[name] as Int32Array;
         if (row === 0 && count > 0) this.idBase[name] = ids[0];
         const base = this.idBase[name];
@@ -270,9 +277,8 @@ export class TraceColumns {
     name: (typeof TRACE_COLUMNS)[number],
     values: Float64Array | Int32Array | Uint8Array,
   ): unknown {
-    if (!ID_COLUMNS.has(name)) return values;
-    const id = name as keyof TraceColumns["idBase"];
-    return { diff: values, base: this.idBase[id], varies: this.idVaries[id] };
+    if (!isIdColumn(name)) return values;
+    return { diff: values, base: this.idBase[name], varies: this.idVaries[name] };
   }
 
   private view(device: number, start: number, count: number): TraceTable {
