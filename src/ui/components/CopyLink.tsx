@@ -2,7 +2,7 @@
 // file is never in the link: it carries the file's name and content hash, and whoever opens it is asked
 // for the file. The link is also shown in a text field, for browsers without clipboard access.
 
-import { useEffect, useRef, useState } from "react";
+import { useLayoutEffect, useRef, useState } from "react";
 import { useApp } from "../state/app";
 import { currentLink } from "../state/linkSync";
 import { sides } from "../state/store";
@@ -14,7 +14,9 @@ export function CopyLink() {
   const ready = sides[base]((s) => s.status === "ready");
   const expecting = useApp((a) => a.expecting);
 
-  useEffect(() => {
+  // A layout effect, not an effect: the listeners are in place before the box is painted, so an Escape
+  // pressed as soon as the box shows closes it (a passive effect may run after that key on a busy page).
+  useLayoutEffect(() => {
     if (!open) return;
     const close = (e: Event) => {
       if (e instanceof KeyboardEvent && e.key !== "Escape") return;
