@@ -81,6 +81,13 @@ const TRACE_COLUMNS = [
   "isWorkspace",
 ] as const;
 
+/**
+ * Rows the staging columns first make room for: what a big file stages before its rows are counted
+ * (readSnapshot sizes them from the bytes per entry after 8 MiB, about 50 000 rows), so that they are not
+ * grown (and copied) eight times before that. Room never written costs no memory, only address space.
+ */
+const FIRST_ROWS = 65536;
+
 /** The columns of string ids: stored as IdColumns (their difference from the first row's id). */
 type IdColumnName = "compileContext" | "userMetadata" | "category";
 function isIdColumn(name: string): name is IdColumnName {
@@ -115,6 +122,11 @@ export class TraceColumns {
   isWorkspace = new Uint8Array(0);
   /** The id columns' bases (IdColumn.base): the first row's ids; the columns above hold differences. */
   private readonly idBase: Record<IdColumnName, number> = { compileContext: 0, userMetadata: 0, category: 0 };
+  /** The columns some row was written to (the others are all zeros, and are not copied on growth). */
+  private readonly written = Object.fromEntries(TRACE_COLUMNS.map((name) => [name, false])) as Record<
+    (typeof TRACE_COLUMNS)[number],
+    boolean
+  >;
   /** Whether an id column holds a row whose id differs from its base (IdColumn.varies). */
   private readonly idVaries: Record<IdColumnName, boolean> = {
     compileContext: false,
@@ -129,23 +141,30 @@ export class TraceColumns {
 
   private resize(capacity: number): void {
     const n = this.length;
-    const grow = <T extends Float64Array | Int32Array | Uint8Array>(old: T, make: (n: number) => T): T => {
+    const written = this.written;
+    // A column nothing was written to is all zeros, and so is its new array: only written ones are
+    // copied (a copy writes fresh memory, the costliest thing a big read does; zeros were most of it).
+    const grow = <T extends Float64Array | Int32Array | Uint8Array>(
+      name: (typeof TRACE_COLUMNS)[number],
+      old: T,
+      make: (n: number) => T,
+    ): T => {
       const next = make(capacity);
-      next.set(old.subarray(0, n) as never);
+      if (written[name]) next.set(old.subarray(0, n) as never);
       return next;
     };
-    this.action = grow(this.action, (c) => new Uint8Array(c));
-    this.addr = grow(this.addr, (c) => new Float64Array(c));
-    this.sizeBytes = grow(this.sizeBytes, (c) => new Float64Array(c));
-    this.streamRaw = grow(this.streamRaw, (c) => new Float64Array(c));
-    this.stream = grow(this.stream, (c) => new Int32Array(c));
-    this.timeUs = grow(this.timeUs, (c) => new Float64Array(c));
-    this.stack = grow(this.stack, (c) => new Int32Array(c));
-    this.deviceFreeBytes = grow(this.deviceFreeBytes, (c) => new Float64Array(c));
-    this.compileContext = grow(this.compileContext, (c) => new Int32Array(c));
-    this.userMetadata = grow(this.userMetadata, (c) => new Int32Array(c));
-    this.category = grow(this.category, (c) => new Int32Array(c));
-    this.isWorkspace = grow(this.isWorkspace, (c) => new Uint8Array(c));
+    this.action = grow("action", this.action, (c) => new Uint8Array(c));
+    this.addr = grow("addr", this.addr, (c) => new Float64Array(c));
+    this.sizeBytes = grow("sizeBytes", this.sizeBytes, (c) => new Float64Array(c));
+    this.streamRaw = grow("streamRaw", this.streamRaw, (c) => new Float64Array(c));
+    this.stream = grow("stream", this.stream, (c) => new Int32Array(c));
+    this.timeUs = grow("timeUs", this.timeUs, (c) => new Float64Array(c));
+    this.stack = grow("stack", this.stack, (c) => new Int32Array(c));
+    this.deviceFreeBytes = grow("deviceFreeBytes", this.deviceFreeBytes, (c) => new Float64Array(c));
+    this.compileContext = grow("compileContext", this.compileContext, (c) => new Int32Array(c));
+    this.userMetadata = grow("userMetadata", this.userMetadata, (c) => new Int32Array(c));
+    this.category = grow("category", this.category, (c) => new Int32Array(c));
+    this.isWorkspace = grow("isWorkspace", this.isWorkspace, (c) => new Uint8Array(c));
     this.capacity = capacity;
   }
 
@@ -164,8 +183,12 @@ export class TraceColumns {
     category: number,
   ): number {
     const row = this.length;
-    if (row === this.capacity) this.resize(Math.max(4096, Math.ceil(this.capacity * 1.5)));
+    if (row === this.capacity) this.resize(Math.max(FIRST_ROWS, Math.ceil(this.capacity * 1.5)));
     const base = this.idBase;
+    const written = this.written;
+    // (this rare path writes its values, zeros too)
+    written.action = written.addr = written.sizeBytes = written.streamRaw = written.stream = true;
+    written.timeUs = written.stack = true;
     if (row === 0) {
       base.compileContext = compileContext;
       base.userMetadata = userMetadata;
@@ -178,20 +201,23 @@ export class TraceColumns {
     this.stream[row] = stream;
     this.timeUs[row] = timeUs;
     this.stack[row] = stack;
-    if (keepsDeviceFree(action, deviceFreeBytes)) this.deviceFreeBytes[row] = deviceFreeBytes; // see pushRows
+    if (keepsDeviceFree(action, deviceFreeBytes)) {
+      this.deviceFreeBytes[row] = deviceFreeBytes; // see pushRows
+      written.deviceFreeBytes = true;
+    }
     // (a difference of 0 is left unwritten: see IdColumn)
     const varies = this.idVaries;
     if (compileContext !== base.compileContext) {
       this.compileContext[row] = compileContext - base.compileContext;
-      varies.compileContext = true;
+      varies.compileContext = written.compileContext = true;
     }
     if (userMetadata !== base.userMetadata) {
       this.userMetadata[row] = userMetadata - base.userMetadata;
-      varies.userMetadata = true;
+      varies.userMetadata = written.userMetadata = true;
     }
     if (category !== base.category) {
       this.category[row] = category - base.category;
-      varies.category = true;
+      varies.category = written.category = true;
     }
     this.length = row + 1;
     return row;
@@ -203,7 +229,9 @@ export class TraceColumns {
   /** Appends `count` rows given as columns (all but isWorkspace, which starts 0); returns the first's number. */
   pushRows(from: Record<string, ArrayLike<number>>, count: number): number {
     const row = this.length;
-    if (row + count > this.capacity) this.resize(Math.max(4096, row + count, Math.ceil(this.capacity * 1.5)));
+    if (row + count > this.capacity)
+      this.resize(Math.max(FIRST_ROWS, row + count, Math.ceil(this.capacity * 1.5)));
+    const written = this.written;
     for (const name of TRACE_COLUMNS) {
       if (name === "isWorkspace") continue;
       if (isIdColumn(name)) {
@@ -214,7 +242,7 @@ export class TraceColumns {
         for (let j = 0; j < count; j++) {
           if (ids[j] !== base) {
             column[row + j] = ids[j] - base;
-            this.idVaries[name] = true;
+            this.idVaries[name] = written[name] = true;
           }
         }
         continue;
@@ -225,7 +253,11 @@ export class TraceColumns {
         const action = from.action as Uint8Array;
         const free = from.deviceFreeBytes as Float64Array;
         const column = this.deviceFreeBytes;
-        for (let j = 0; j < count; j++) if (keepsDeviceFree(action[j], free[j])) column[row + j] = free[j];
+        for (let j = 0; j < count; j++)
+          if (keepsDeviceFree(action[j], free[j])) {
+            column[row + j] = free[j];
+            written.deviceFreeBytes = true;
+          }
         continue;
       }
       const part = (from[name] as Float64Array | Int32Array | Uint8Array).subarray(0, count);
@@ -234,6 +266,7 @@ export class TraceColumns {
       // costs nothing, and writing fresh memory is most of what a big read spends.
       if (allZero(part)) continue;
       (this[name] as typeof part).set(part as never, row);
+      written[name] = true;
     }
     this.length = row + count;
     return row;
