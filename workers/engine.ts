@@ -16,7 +16,7 @@ import { compositionAt } from "../src/core/replay/peak";
 import { prepareReplay } from "../src/core/replay/prepare";
 import { inferredRules, type ReplayInputs, replayOptionsFor, startsEmpty } from "../src/core/replay/report";
 import { liveAllocationsAt, stateAt } from "../src/core/replay/state";
-import { NEVER, type Replay } from "../src/core/replay/types";
+import { blockOf, NEVER, type Replay } from "../src/core/replay/types";
 import { parseCounters } from "../src/core/report/counters";
 import type { ReportJson } from "../src/core/report/index";
 import { formatBytes, formatCount } from "../src/core/units";
@@ -552,7 +552,7 @@ export class Engine {
     if (attr) {
       if (inferred >= 0) rule = this.ruleOf(inferred);
       else if (allocEvent >= 0) rule = this.ruleOf(attr.traceRule[device]?.[allocEvent] ?? -1);
-      else if (A.block[k] >= 0) rule = this.ruleOf(attr.blockRule[A.block[k]]);
+      else if (A.blockPlus1[k] > 0) rule = this.ruleOf(attr.blockRule[blockOf(A, k)]);
       else rule = this.ruleOf(attr.stackRule[A.stack[k]]);
     }
     const trace = model.traces[device];

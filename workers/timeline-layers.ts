@@ -5,7 +5,7 @@
 // PeakscopeApi by peakscope.worker.ts.
 
 import { liveAllocationsAt } from "../src/core/replay/state";
-import type { Replay } from "../src/core/replay/types";
+import { blockOf, type Replay } from "../src/core/replay/types";
 import { PHASE_NAMES, tracePhases } from "../src/core/whatif/phases";
 import type { AllocationDetail, XAxis } from "./api";
 import { stackRanks } from "./bands";
@@ -176,7 +176,7 @@ export function allocationOfBlock(engine: Engine, device: number, block: number)
   const model = engine.model;
   if (!model || !(model.traces[device]?.length > 0)) return -1;
   const A = engine.device(device).replay.allocations;
-  for (let k = 0; k < A.length; k++) if (A.block[k] === block) return k;
+  for (let k = 0; k < A.length; k++) if (blockOf(A, k) === block) return k;
   return -1;
 }
 

@@ -186,9 +186,11 @@ export class TraceColumns {
     if (row === this.capacity) this.resize(Math.max(FIRST_ROWS, Math.ceil(this.capacity * 1.5)));
     const base = this.idBase;
     const written = this.written;
-    // (this rare path writes its values, zeros too)
-    written.action = written.addr = written.sizeBytes = written.streamRaw = written.stream = true;
-    written.timeUs = written.stack = true;
+    // (this rare path writes its values, zeros too; a stream is marked only when it is not the
+    // default, so that defaultStreamOnly still holds)
+    written.action = written.addr = written.sizeBytes = written.timeUs = written.stack = true;
+    if (streamRaw !== 0) written.streamRaw = true;
+    if (stream !== 0) written.stream = true;
     if (row === 0) {
       base.compileContext = compileContext;
       base.userMetadata = userMetadata;
@@ -318,6 +320,7 @@ export class TraceColumns {
     const table = { device, length: count } as Record<string, unknown>;
     for (const name of TRACE_COLUMNS)
       table[name] = this.column(name, this[name].subarray(start, start + count));
+    if (!this.written.stream && !this.written.streamRaw) table.defaultStreamOnly = true;
     return table as unknown as TraceTable;
   }
 }

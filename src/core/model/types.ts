@@ -132,6 +132,12 @@ export interface TraceTable {
    * as a stack, innermost first; EMPTY_STACK for none. Absent when no entry of the file has one.
    */
   forwardStack?: Int32Array;
+  /**
+   * True when every entry is on the default stream (0), as in most files: `stream` and `streamRaw` are
+   * then zeros never written, and a pass over the entries need not read them (reading memory never
+   * written faults its pages in as writing does, the costliest thing a big load does).
+   */
+  defaultStreamOnly?: boolean;
 }
 
 /** One pinned host block (`host_segments`: one segment per block, device -1). */

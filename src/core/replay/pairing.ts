@@ -23,7 +23,7 @@ export function newAllocationTable(cap: number): AllocationTable {
     site: new Int32Array(cap),
     stack: new Int32Array(cap),
     stream: new Int32Array(cap),
-    block: new Int32Array(cap),
+    blockPlus1: new Int32Array(cap),
   };
 }
 
@@ -42,7 +42,7 @@ export function growAllocationTable(t: AllocationTable, cap: number): Allocation
   g.site.set(t.site);
   g.stack.set(t.stack);
   g.stream.set(t.stream);
-  g.block.set(t.block);
+  g.blockPlus1.set(t.blockPlus1);
   return g;
 }
 

@@ -80,7 +80,7 @@ function trimAllocationTable(t: AllocationTable): AllocationTable {
     site: t.site.subarray(0, n),
     stack: t.stack.subarray(0, n),
     stream: t.stream.subarray(0, n),
-    block: t.block.subarray(0, n),
+    blockPlus1: t.blockPlus1.subarray(0, n),
   };
 }
 
@@ -239,7 +239,8 @@ interface Columns {
   compileContext: IdColumn;
   userMetadata: IdColumn;
   stack: Int32Array;
-  stream: Int32Array;
+  /** null: every entry is on the default stream (TraceTable.defaultStreamOnly), the column not read */
+  stream: Int32Array | null;
 }
 
 const NO_IDS: IdColumn = { diff: new Int32Array(0), base: NO_STRING, varies: false };
@@ -269,7 +270,7 @@ function columnsOf(trace: TraceTable | null): Columns {
     compileContext: trace.compileContext,
     userMetadata: trace.userMetadata,
     stack: trace.stack,
-    stream: trace.stream,
+    stream: trace.defaultStreamOnly ? null : trace.stream,
   };
 }
 
@@ -420,15 +421,12 @@ function assignFromEntries(
   const site = A.site;
   const stack = A.stack;
   const stream = A.stream;
-  const block = A.block;
-  const sizeSource = A.sizeSource;
-  block.fill(-1, 0, count);
-  sizeSource.fill(SizeSource.rounded, 0, count);
+  // (blockPlus1 0 is no block, sizeSource 0 is SizeSource.rounded: what a new column holds)
   for (let k = 0; k < count; k++) {
     const e = entryOf(k);
     // (the column is new, so 0: the default stream, most files' only one, is left unwritten and its
-    // pages untouched)
-    if (streamCol[e] !== 0) stream[k] = streamCol[e];
+    // pages untouched; where the trace has no other, its column is not even read)
+    if (streamCol !== null && streamCol[e] !== 0) stream[k] = streamCol[e];
     if (origin[k] !== Origin.trace) {
       // (traceBeforeCategory holds category + 1, 0 when nothing was inferred; traceBeforeSite site + 1)
       const inferred = opts.traceBeforeCategory ? opts.traceBeforeCategory[e] - 1 : -1;
@@ -537,7 +535,7 @@ function matchEndState(
         A.freeCompletedEvent[k] = NEVER;
         A.sizeBytes[k] = size;
         A.sizeSource[k] = SizeSource.block;
-        A.block[k] = b;
+        A.blockPlus1[k] = b + 1;
         A.category[k] = opts.blockCategory
           ? Math.min(opts.blockCategory[b], unknownCategory)
           : unknownCategory;
@@ -553,7 +551,7 @@ function matchEndState(
         end.aliveOnlyInSnapshotBytes += size;
         continue;
       }
-      A.block[k] = b;
+      A.blockPlus1[k] = b + 1;
       A.sizeBytes[k] = size;
       A.sizeSource[k] = SizeSource.block;
       if (A.origin[k] === Origin.trace) end.matchedFromTrace++;
@@ -576,9 +574,9 @@ function matchEndState(
     }
   }
   const freeComp = A.freeCompletedEvent;
-  const block = A.block;
+  const blockPlus1 = A.blockPlus1;
   for (let k = 0; k < A.length; k++) {
-    if (freeComp[k] === NEVER && block[k] < 0) {
+    if (freeComp[k] === NEVER && blockPlus1[k] === 0) {
       end.aliveOnlyInReplay++;
       end.aliveOnlyInReplayBytes += A.sizeBytes[k];
     }

@@ -9,6 +9,7 @@ import { compositionAt, type SiteShare } from "./peak";
 import { prepareReplay } from "./prepare";
 import { fragmentationAt, liveAllocationsAt, oomSummaries, stateAt } from "./state";
 import {
+  blockOf,
   type CheckResult,
   type EventIndex,
   Origin,
@@ -285,7 +286,7 @@ function ruleOf(A: Replay["allocations"], k: number, L: RuleLookups): number {
     return rule >= 0 && L.traceRuleInferred?.[rule] === 1 ? rule : -1;
   }
   if (!L.ruleInferred) return -1;
-  const b = A.block[k];
+  const b = blockOf(A, k);
   if (b >= 0) {
     const rule = L.blockRule ? L.blockRule[b] : -1;
     return rule >= 0 && L.ruleInferred[rule] === 1 ? rule : -1;

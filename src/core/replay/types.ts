@@ -32,14 +32,15 @@ export const Origin = {
 
 /** How an allocation's rounded block size is known. */
 export const SizeSource = {
+  /** The allocator's round_size of the requested size: exact up to 1 MiB (small pool, always split),
+   * a lower bound above it (allocated before the trace, or no free run known). 0, the most common, so
+   * that a new column already says it (see AllocationTable.blockPlus1). */
+  rounded: 0,
   /** The final snapshot's block: exact. */
-  block: 0,
+  block: 1,
   /** Large block freed inside the trace, sized from the free run the allocator carved it from
    * (it keeps a remainder of ≤ 1 MiB unsplit, else splits it off). */
-  fitted: 1,
-  /** The allocator's round_size of the requested size: exact up to 1 MiB (small pool, always split),
-   * a lower bound above it (allocated before the trace, or no free run known). */
-  rounded: 2,
+  fitted: 2,
 } as const;
 
 /** One row per allocation the replay knows of: an (address, ordinal) pair. */
@@ -64,8 +65,17 @@ export interface AllocationTable {
   stack: Int32Array; // IndexIntoStacks
   /** Display stream number (model.streams index). */
   stream: Int32Array;
-  /** The final snapshot's block for allocations alive at the end; -1 otherwise. */
-  block: Int32Array; // IndexIntoBlocks
+  /**
+   * The final snapshot's block + 1 for allocations alive at the end; 0 otherwise (read it with
+   * blockOf). Stored + 1 so that the rows of the many allocations freed in the trace stay unwritten:
+   * writing fresh memory is the costliest thing a big load does.
+   */
+  blockPlus1: Int32Array;
+}
+
+/** The final snapshot's block of allocation `k` (IndexIntoBlocks); -1 when it is not alive at the end. */
+export function blockOf(A: Pick<AllocationTable, "blockPlus1">, k: number): number {
+  return A.blockPlus1[k] - 1;
 }
 
 export interface ReplayTotals {

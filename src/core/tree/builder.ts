@@ -6,7 +6,7 @@
 import type { Attribution } from "../attribution/index";
 import { BlockState, EMPTY_STACK, type SnapshotModel } from "../model/types";
 import { liveAllocationsAt } from "../replay/state";
-import { Origin, type Replay, SITE_BEFORE_TRACE } from "../replay/types";
+import { blockOf, Origin, type Replay, SITE_BEFORE_TRACE } from "../replay/types";
 import { combine, hex2, SEED1, SEED2 } from "./hash";
 import { type Item, PathTable, type View } from "./paths";
 import type { CallTree, CallTreeNode, CallTreeOptions, CallTreeRange, TreeMoment } from "./types";
@@ -177,7 +177,7 @@ export class CallTreeBuilder {
   private ruleOfAllocation(r: Replay, k: number): number {
     const A = r.allocations;
     const a = this.attribution;
-    const b = A.block[k];
+    const b = blockOf(A, k);
     if (b >= 0) return a.blockRule[b];
     const d = r.device;
     if (A.origin[k] === Origin.trace) return a.traceRule[d]?.[A.allocEvent[k]] ?? -1;

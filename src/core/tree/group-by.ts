@@ -8,7 +8,7 @@
 import type { Attribution } from "../attribution";
 import { BlockState, idAt, NO_STRING, type SnapshotModel } from "../model/types";
 import { isAllocatedAt, liveAllocationsAt } from "../replay/state";
-import type { Replay } from "../replay/types";
+import { blockOf, type Replay } from "../replay/types";
 import type { CallTree, CallTreeNode, TreeMoment } from "./types";
 
 export type GroupBy = { kind: "forward" } | { kind: "metadata"; key: string | null };
@@ -127,7 +127,10 @@ export function buildGroupedTree(
     const allocOfBlock = new Map<number, number>();
     if (replay) {
       const A = replay.allocations;
-      for (let k = 0; k < A.length; k++) if (A.block[k] >= 0) allocOfBlock.set(A.block[k], k);
+      for (let k = 0; k < A.length; k++) {
+        const b = blockOf(A, k);
+        if (b >= 0) allocOfBlock.set(b, k);
+      }
     }
     const B = model.blocks;
     for (let b = 0; b < B.length; b++) {
