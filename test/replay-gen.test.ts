@@ -17,6 +17,7 @@ import {
   replayReport,
   stateAtReport,
 } from "../src/core/replay";
+import { addressOf, requestedOf } from "../src/core/replay/types";
 import { parseCounters } from "../src/core/report/counters";
 import { python, REPO } from "./helpers/python";
 
@@ -190,9 +191,9 @@ describe("random traces (generate.py random-trace)", () => {
       const A = r.allocations;
       const live = [...liveAllocationsAt(r, r.length - 1)]
         .map((k) => ({
-          address: A.address[k],
+          address: addressOf(A, k),
           size: A.sizeBytes[k],
-          requestedSize: A.requestedBytes[k],
+          requestedSize: requestedOf(A, k),
           state: A.freeRequestedEvent[k] < r.length ? "active_pending_free" : "active_allocated",
         }))
         .sort((p, q) => p.address - q.address);

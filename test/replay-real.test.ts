@@ -16,6 +16,7 @@ import {
   replayReport,
   stateAt,
 } from "../src/core/replay";
+import { addressOf, requestedOf } from "../src/core/replay/types";
 import { HAVE_REAL, python, REAL_DIR } from "./helpers/python";
 import { naiveLive, rng } from "./replay-sim";
 
@@ -168,7 +169,7 @@ describe.skipIf(!HAVE_REAL)("replay of the real snapshots", () => {
           const A = r.allocations;
           for (const k of liveAllocationsAt(r, i)) {
             const fr = A.freeRequestedEvent[k];
-            got.set(A.address[k], { requested: A.requestedBytes[k], pending: !(fr === NEVER || fr > i) });
+            got.set(addressOf(A, k), { requested: requestedOf(A, k), pending: !(fr === NEVER || fr > i) });
           }
           expect(got).toEqual(naiveLive(model, p.device, i));
           const st = stateAt(r, i);

@@ -23,6 +23,7 @@ import {
   stateAt,
   stateAtReport,
 } from "../src/core/replay";
+import { addressOf, requestedOf } from "../src/core/replay/types";
 import { computeTimeline } from "../workers/timeline";
 import {
   MiB,
@@ -68,8 +69,8 @@ function replayLiveByAddress(r: Replay, i: number) {
   const out = new Map<number, { requested: number; pending: boolean; size: number; k: number }>();
   for (const k of liveAllocationsAt(r, i)) {
     const fr = A.freeRequestedEvent[k];
-    out.set(A.address[k], {
-      requested: A.requestedBytes[k],
+    out.set(addressOf(A, k), {
+      requested: requestedOf(A, k),
       pending: !(fr === NEVER || fr > i),
       size: A.sizeBytes[k],
       k,

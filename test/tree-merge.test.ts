@@ -8,7 +8,7 @@ import { readSnapshotFile } from "../src/cli/read-file";
 import { attribute } from "../src/core/attribution";
 import { ModelBuilder } from "../src/core/model/builder";
 import { prepareReplays } from "../src/core/replay/report";
-import { NEVER } from "../src/core/replay/types";
+import { NEVER, stackOf } from "../src/core/replay/types";
 import { replayInputs } from "../src/core/report";
 import { CallTreeBuilder, type CallTreeNode } from "../src/core/tree";
 import { HAVE_REAL, REAL_DIR } from "./helpers/python";
@@ -128,7 +128,7 @@ describe.skipIf(!HAVE_REAL)("a real file where the split occurred (Wedsonlin tra
       return false;
     };
     let expected = 0;
-    for (const k of liveIds) if (A.stack[k] >= 0 && holds(A.stack[k])) expected += A.sizeBytes[k];
+    for (const k of liveIds) if (stackOf(A, k) >= 0 && holds(stackOf(A, k))) expected += A.sizeBytes[k];
     expect(expected).toBeGreaterThan(0);
     // the topmost "model.py:253 forward" nodes hold exactly that
     const top: CallTreeNode[] = [];

@@ -15,7 +15,7 @@ import { isPythonFile } from "../src/core/attribution/frames";
 import { RULE_PHASE } from "../src/core/attribution/trace-rules";
 import { ModelBuilder } from "../src/core/model/builder";
 import { Action, EMPTY_STACK, type SnapshotModel } from "../src/core/model/types";
-import { NEVER, type Replay } from "../src/core/replay/types";
+import { NEVER, type Replay, stackOf } from "../src/core/replay/types";
 import {
   deviceCapacity,
   oomNeeds,
@@ -525,7 +525,7 @@ function naiveEvaluate(model: SnapshotModel, a: Attribution, r: Replay, transfor
       case "any":
         return s.of.some((x) => selects(k, x));
       case "frame":
-        return stackFrames(A.stack[k]).some((x) => x.text.includes(s.text));
+        return stackFrames(stackOf(A, k)).some((x) => x.text.includes(s.text));
       case "site": {
         // the attribution's call site: its file ends with s.file on whole path components, same line
         const site = A.site[k] >= 0 ? a.sites[A.site[k]] : undefined;

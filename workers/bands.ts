@@ -4,7 +4,7 @@
 // grey total behind the bands), offsets are sampled once per pixel column. The offset of an
 // allocation = Σ sizes of live allocations with a lower stack rank, kept in a Fenwick tree.
 
-import { BEFORE_TRACE, NEVER, type Replay } from "../src/core/replay/types";
+import { addressOf, BEFORE_TRACE, NEVER, type Replay } from "../src/core/replay/types";
 import type { BandsAnswer, BandsQuery } from "./api";
 import { axisX, lowerBound } from "./timeline";
 
@@ -18,8 +18,7 @@ export function stackRanks(replay: Replay): Int32Array {
   const order = new Int32Array(n);
   for (let k = 0; k < n; k++) order[k] = k;
   const ev = A.allocEvent;
-  const addr = A.address;
-  order.sort((p, q) => ev[p] - ev[q] || (ev[p] === BEFORE_TRACE ? addr[p] - addr[q] : p - q));
+  order.sort((p, q) => ev[p] - ev[q] || (ev[p] === BEFORE_TRACE ? addressOf(A, p) - addressOf(A, q) : p - q));
   const rank = new Int32Array(n);
   for (let r = 0; r < n; r++) rank[order[r]] = r;
   return rank;

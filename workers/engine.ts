@@ -16,7 +16,7 @@ import { compositionAt } from "../src/core/replay/peak";
 import { prepareReplay } from "../src/core/replay/prepare";
 import { inferredRules, type ReplayInputs, replayOptionsFor, startsEmpty } from "../src/core/replay/report";
 import { liveAllocationsAt, stateAt } from "../src/core/replay/state";
-import { blockOf, NEVER, type Replay } from "../src/core/replay/types";
+import { addressOf, blockOf, NEVER, type Replay, requestedOf, stackOf } from "../src/core/replay/types";
 import { parseCounters } from "../src/core/report/counters";
 import type { ReportJson } from "../src/core/report/index";
 import { formatBytes, formatCount } from "../src/core/units";
@@ -553,16 +553,16 @@ export class Engine {
       if (inferred >= 0) rule = this.ruleOf(inferred);
       else if (allocEvent >= 0) rule = this.ruleOf(attr.traceRule[device]?.[allocEvent] ?? -1);
       else if (A.blockPlus1[k] > 0) rule = this.ruleOf(attr.blockRule[blockOf(A, k)]);
-      else rule = this.ruleOf(attr.stackRule[A.stack[k]]);
+      else rule = this.ruleOf(attr.stackRule[stackOf(A, k)]);
     }
     const trace = model.traces[device];
     const free = A.freeCompletedEvent[k];
     const x = (i: number) => (i >= 0 && i < d.replay.length ? d.replay.x[i] : Number.NaN);
-    const stack = A.stack[k];
+    const stack = stackOf(A, k);
     return {
       alloc: k,
       device,
-      addr: A.address[k],
+      addr: addressOf(A, k),
       sizeBytes: A.sizeBytes[k],
       category: this.categoryNames()[A.category[k]] ?? "unknown",
       site: this.siteLabel(A.site[k]),
@@ -793,7 +793,7 @@ export class Engine {
     return {
       address: det.addr,
       sizeBytes: det.sizeBytes,
-      requestedBytes: A.requestedBytes[ref],
+      requestedBytes: requestedOf(A, ref),
       state: pending ? "active_pending_free" : "active_allocated",
       category: det.category,
       site: det.site,
@@ -815,7 +815,7 @@ export class Engine {
       return q.ref >= 0 && q.ref < model.blocks.length ? fullStack(model, model.blocks.stack[q.ref]) : [];
     }
     const A = this.device(q.device).replay.allocations;
-    return q.ref >= 0 && q.ref < A.length ? fullStack(model, A.stack[q.ref]) : [];
+    return q.ref >= 0 && q.ref < A.length ? fullStack(model, stackOf(A, q.ref)) : [];
   }
 }
 

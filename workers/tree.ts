@@ -10,7 +10,7 @@
 
 import { BlockState, EMPTY_STACK, idAt } from "../src/core/model/types";
 import { liveAllocationsAt } from "../src/core/replay/state";
-import { NEVER, type Replay } from "../src/core/replay/types";
+import { NEVER, type Replay, stackOf } from "../src/core/replay/types";
 import { type CallTreeBuilder, callTreeBuilder, searchTest } from "../src/core/tree/builder";
 import { diffTrees, toCsv, toFolded, toJson } from "../src/core/tree/export";
 import { buildGroupedTree, parseGroupBy } from "../src/core/tree/group-by";
@@ -585,7 +585,7 @@ export function matchSeries(engine: Engine, r: Replay, search: string, ownCodeOn
   let initial = 0;
   const live0 = new Set(liveAllocationsAt(r, -1));
   for (let k = 0; k < A.length; k++) {
-    if (!stacks[A.stack[k]]) continue;
+    if (!stacks[stackOf(A, k)]) continue;
     const fr = A.freeRequestedEvent[k];
     const fc = A.freeCompletedEvent[k];
     // Allocated (not pending free) from its alloc event up to its free request (or its close).
@@ -650,7 +650,7 @@ export function treeSearchBands(
   const A = d.replay.allocations;
   const stacks = q.search ? matchingStacks(engine, q.search, q.ownCodeOnly) : null;
   const keep: number[] = [];
-  if (stacks) for (let i = 0; i < all.count; i++) if (stacks[A.stack[all.alloc[i]]]) keep.push(i);
+  if (stacks) for (let i = 0; i < all.count; i++) if (stacks[stackOf(A, all.alloc[i])]) keep.push(i);
   let points = 0;
   for (const i of keep) points += all.pointStart[i + 1] - all.pointStart[i];
   const out: BandsAnswer = {
@@ -696,7 +696,7 @@ export function treeSearchRefs(engine: Engine, q: TreeSearchRefsQuery): Int32Arr
     }
   } else {
     const A = replay.allocations;
-    for (let k = 0; k < A.length; k++) if (stacks[A.stack[k]]) out.push(k);
+    for (let k = 0; k < A.length; k++) if (stacks[stackOf(A, k)]) out.push(k);
   }
   return Int32Array.from(out);
 }

@@ -4,7 +4,7 @@
 
 import { applySegmentEvent, type IntervalState, initialIntervalState } from "../replay/extents";
 import { liveAllocationsAt } from "../replay/state";
-import { BEFORE_TRACE, type Replay } from "../replay/types";
+import { addressOf, BEFORE_TRACE, type Replay } from "../replay/types";
 
 export interface HealthCurves {
   device: number;
@@ -121,7 +121,7 @@ function sweep(
 
   const A = r.allocations;
   const touch = (k: number, sign: 1 | -1) => {
-    const addr = A.address[k];
+    const addr = addressOf(A, k);
     const end = addr + A.sizeBytes[k];
     for (let j = firstInterval(addr); j < E && bounds[j] < end; j++) {
       const overlap = Math.min(end, bounds[j + 1]) - Math.max(addr, bounds[j]);

@@ -3,7 +3,7 @@
 // cross-stream use), so the allocator could not hand it out again.
 
 import type { SnapshotModel } from "../model/types";
-import { BEFORE_TRACE, NEVER, type Replay } from "../replay/types";
+import { addressOf, BEFORE_TRACE, NEVER, type Replay, requestedOf, stackOf } from "../replay/types";
 import { formatBytes } from "../units";
 
 export interface PendingFreeOptions {
@@ -97,9 +97,9 @@ export function pendingFrees(
         : `freed by the program at event ${fr}, returned to the pool at event ${fc} (${gapEvents} events${gapUs !== null ? `, ${formatUs(gapUs)}` : ""} later)`;
     out.push({
       allocation: k,
-      address: A.address[k],
+      address: addressOf(A, k),
       sizeBytes: A.sizeBytes[k],
-      requestedBytes: A.requestedBytes[k],
+      requestedBytes: requestedOf(A, k),
       stream,
       streamRaw,
       freeRequestedEvent: fr === BEFORE_TRACE ? null : fr,
@@ -109,7 +109,7 @@ export function pendingFrees(
       open,
       siteId,
       site,
-      stack: A.stack[k],
+      stack: stackOf(A, k),
       category: A.category[k],
       meaning: `${size} on stream ${streamRaw ?? stream} ${when}: it was used on another stream (record_stream or cross-stream use), so the allocator waited for that stream before reusing it — the delay keeps ${size} out of reuse and can force new segments.`,
     });

@@ -6,13 +6,21 @@
 import { takeInt32, takeUint8 } from "../model/recycled-memory";
 import { Action, BlockState, type SnapshotModel, type TraceTable } from "../model/types";
 import { AddressMap } from "./addr-map";
-import { type AllocationTable, BEFORE_TRACE, NEVER, Origin, type ReplayAnomalies } from "./types";
+import {
+  type AllocationEntries,
+  type AllocationTable,
+  BEFORE_TRACE,
+  NEVER,
+  Origin,
+  type ReplayAnomalies,
+} from "./types";
 
-export function newAllocationTable(cap: number): AllocationTable {
+export function newAllocationTable(cap: number, entries: AllocationEntries): AllocationTable {
   return {
     length: 0,
-    address: new Float64Array(cap),
-    requestedBytes: new Float64Array(cap),
+    entries,
+    ownAddress: new Float64Array(cap),
+    ownRequestedBytes: new Float64Array(cap),
     sizeBytes: new Float64Array(cap),
     sizeSource: new Uint8Array(cap),
     origin: new Uint8Array(cap),
@@ -21,17 +29,17 @@ export function newAllocationTable(cap: number): AllocationTable {
     freeCompletedEvent: new Int32Array(cap),
     category: new Uint8Array(cap),
     site: new Int32Array(cap),
-    stack: new Int32Array(cap),
+    ownStack: new Int32Array(cap),
     stream: new Int32Array(cap),
     blockPlus1: new Int32Array(cap),
   };
 }
 
 export function growAllocationTable(t: AllocationTable, cap: number): AllocationTable {
-  const g = newAllocationTable(cap);
+  const g = newAllocationTable(cap, t.entries);
   g.length = t.length;
-  g.address.set(t.address);
-  g.requestedBytes.set(t.requestedBytes);
+  g.ownAddress.set(t.ownAddress);
+  g.ownRequestedBytes.set(t.ownRequestedBytes);
   g.sizeBytes.set(t.sizeBytes);
   g.sizeSource.set(t.sizeSource);
   g.origin.set(t.origin);
@@ -40,7 +48,7 @@ export function growAllocationTable(t: AllocationTable, cap: number): Allocation
   g.freeCompletedEvent.set(t.freeCompletedEvent);
   g.category.set(t.category);
   g.site.set(t.site);
-  g.stack.set(t.stack);
+  g.ownStack.set(t.ownStack);
   g.stream.set(t.stream);
   g.blockPlus1.set(t.blockPlus1);
   return g;
@@ -76,12 +84,13 @@ export function pairEntries(
   isWorkspace: Uint8Array,
   addrCol: Float64Array,
   sizeCol: Float64Array,
+  stackCol: Int32Array,
   capacity: number,
   anomalies: PairingAnomalies,
 ): Paired {
-  let A = newAllocationTable(capacity);
-  let pAddr = A.address;
-  let pReq = A.requestedBytes;
+  let A = newAllocationTable(capacity, { addr: addrCol, sizeBytes: sizeCol, stack: stackCol });
+  let pAddr = A.ownAddress;
+  let pReq = A.ownRequestedBytes;
   let pFreeReq = A.freeRequestedEvent;
   let pFreeComp = A.freeCompletedEvent;
   let pAllocEv = A.allocEvent;
@@ -111,22 +120,21 @@ export function pairEntries(
       if (count === pAddr.length) {
         A.length = count;
         A = growAllocationTable(A, Math.ceil(count * 1.5) + 1024);
-        pAddr = A.address;
-        pReq = A.requestedBytes;
+        pAddr = A.ownAddress;
+        pReq = A.ownRequestedBytes;
         pFreeReq = A.freeRequestedEvent;
         pFreeComp = A.freeCompletedEvent;
         pAllocEv = A.allocEvent;
         pOrigin = A.origin;
       }
       k = count++;
-      pAddr[k] = addr;
-      pReq[k] = sizeCol[i];
       pFreeReq[k] = NEVER;
       pFreeComp[k] = NEVER;
       eventAllocation[i] = k;
       if (a === Action.alloc) {
+        // (its address, size and stack are the entry's, read from the trace: see AllocationTable;
+        // its origin, Origin.trace, is 0, what the new column holds)
         eventKind[i] = Kind.alloc;
-        pOrigin[k] = Origin.trace;
         pAllocEv[k] = i;
         if (open >= 0) {
           anomalies.allocOverLive++;
@@ -137,6 +145,8 @@ export function pairEntries(
         values[slot] = k;
         (map.second as Int32Array)[slot] = i;
       } else if (a === Action.free_requested) {
+        pAddr[k] = addr;
+        pReq[k] = sizeCol[i];
         eventKind[i] = Kind.freeRequested;
         pOrigin[k] = Origin.beforeTraceFreed;
         pAllocEv[k] = BEFORE_TRACE;
@@ -144,6 +154,8 @@ export function pairEntries(
         values[slot] = k;
         anomalies.freesOfAllocationsBeforeTrace++;
       } else {
+        pAddr[k] = addr;
+        pReq[k] = sizeCol[i];
         eventKind[i] = Kind.freeCompleted;
         pOrigin[k] = Origin.beforeTracePending;
         pAllocEv[k] = BEFORE_TRACE;
@@ -207,7 +219,16 @@ function pairTrace(model: SnapshotModel, trace: TraceTable): KeptPairing {
   };
   // room for the blocks of the snapshot the trace never touches too (added by the replay)
   const capacity = allocEvents + countFinalBlocks(model, trace.device) + 1024 + (allocEvents >> 4);
-  const paired = pairEntries(n, action, isWorkspace, trace.addr, trace.sizeBytes, capacity, anomalies);
+  const paired = pairEntries(
+    n,
+    action,
+    isWorkspace,
+    trace.addr,
+    trace.sizeBytes,
+    trace.stack,
+    capacity,
+    anomalies,
+  );
   return { paired, anomalies };
 }
 

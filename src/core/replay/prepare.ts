@@ -46,6 +46,7 @@ import {
 import {
   type AllocationTable,
   type AnnotationSpan,
+  addressOf,
   BEFORE_TRACE,
   type CheckResult,
   type EndStateComparison,
@@ -56,6 +57,7 @@ import {
   type ReplayAnomalies,
   type ReplayMarkers,
   type ReplayTotals,
+  requestedOf,
   SITE_BEFORE_TRACE,
   SizeSource,
   type TextRegion,
@@ -68,8 +70,9 @@ function trimAllocationTable(t: AllocationTable): AllocationTable {
   const n = t.length;
   return {
     length: n,
-    address: t.address.subarray(0, n),
-    requestedBytes: t.requestedBytes.subarray(0, n),
+    entries: t.entries,
+    ownAddress: t.ownAddress.subarray(0, n),
+    ownRequestedBytes: t.ownRequestedBytes.subarray(0, n),
     sizeBytes: t.sizeBytes.subarray(0, n),
     sizeSource: t.sizeSource.subarray(0, n),
     origin: t.origin.subarray(0, n),
@@ -78,7 +81,7 @@ function trimAllocationTable(t: AllocationTable): AllocationTable {
     freeCompletedEvent: t.freeCompletedEvent.subarray(0, n),
     category: t.category.subarray(0, n),
     site: t.site.subarray(0, n),
-    stack: t.stack.subarray(0, n),
+    ownStack: t.ownStack.subarray(0, n),
     stream: t.stream.subarray(0, n),
     blockPlus1: t.blockPlus1.subarray(0, n),
   };
@@ -419,7 +422,7 @@ function assignFromEntries(
   const freesCarryAllocationStack = sameStack > 0 && otherStack === 0;
   const category = A.category;
   const site = A.site;
-  const stack = A.stack;
+  const stack = A.ownStack;
   const stream = A.stream;
   // (blockPlus1 0 is no block, sizeSource 0 is SizeSource.rounded: what a new column holds)
   for (let k = 0; k < count; k++) {
@@ -449,17 +452,19 @@ function assignFromEntries(
     const cat = traceCategory ? traceCategory[e] : unknownCategory;
     category[k] = cat < C ? cat : unknownCategory;
     site[k] = traceSite ? traceSite[e] : -1;
-    stack[k] = stackCol[e];
+    // (an allocation made in the trace reads its stack from its alloc entry: see AllocationTable)
+    if (origin[k] !== Origin.trace) stack[k] = stackCol[e];
   }
-  const req = A.requestedBytes;
   const sizes = A.sizeBytes;
   const extra = rounding.extraBytes;
   if (rounding.power2Divisions.length === 0 && !rounding.exact) {
+    const ownReq = A.ownRequestedBytes;
+    const entryReq = A.entries.sizeBytes;
     for (let k = 0; k < count; k++) {
-      const r = req[k] + extra;
+      const r = (origin[k] === Origin.trace ? entryReq[allocEvent[k]] : ownReq[k]) + extra;
       sizes[k] = r < MIN_BLOCK_BYTES ? MIN_BLOCK_BYTES : Math.ceil(r / MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES;
     }
-  } else for (let k = 0; k < count; k++) sizes[k] = roundRequest(req[k], rounding);
+  } else for (let k = 0; k < count; k++) sizes[k] = roundRequest(requestedOf(A, k), rounding);
   return freesCarryAllocationStack;
 }
 
@@ -527,8 +532,8 @@ function matchEndState(
       if (slot < 0) {
         const req = blocks.requestedSizeBytes[b];
         const k = A.length++;
-        A.address[k] = addr;
-        A.requestedBytes[k] = Number.isNaN(req) ? size : req;
+        A.ownAddress[k] = addr;
+        A.ownRequestedBytes[k] = Number.isNaN(req) ? size : req;
         A.origin[k] = Origin.beforeTraceAlive;
         A.allocEvent[k] = BEFORE_TRACE;
         A.freeRequestedEvent[k] = pendingInSnapshot ? BEFORE_TRACE : NEVER;
@@ -540,7 +545,7 @@ function matchEndState(
           ? Math.min(opts.blockCategory[b], unknownCategory)
           : unknownCategory;
         A.site[k] = opts.blockSite ? opts.blockSite[b] : -1;
-        A.stack[k] = blocks.stack[b];
+        A.ownStack[k] = blocks.stack[b];
         A.stream[k] = segs.stream[s];
         end.beforeTrace++;
         continue;
@@ -566,7 +571,7 @@ function matchEndState(
         end.stateDiffersBytes += size;
       }
       const req = blocks.requestedSizeBytes[b];
-      const traceReq = A.requestedBytes[k];
+      const traceReq = requestedOf(A, k);
       if (Number.isNaN(req) ? roundRequest(traceReq, rounding) > size : req !== traceReq) {
         end.sizeDiffers++;
         end.sizeDiffersBytes += size;
@@ -607,16 +612,16 @@ function startState(
   const allocEvent = A.allocEvent.subarray(0, A.length);
   for (let k = allocEvent.indexOf(BEFORE_TRACE); k >= 0; k = allocEvent.indexOf(BEFORE_TRACE, k + 1)) {
     liveList.push(k);
-    const addr = A.address[k];
+    const addr = addressOf(A, k);
     if (A.sizeBytes[k] > SMALL_SIZE_BYTES) large.add(k, addr, intervalOf(extents.bounds, addr));
   }
   const live = Int32Array.from(liveList);
   if (!rounding.expandableSegments) {
     for (let q = 0; q < live.length; q++) {
       const k = live[q];
-      const rounded = roundRequest(A.requestedBytes[k], rounding);
+      const rounded = roundRequest(requestedOf(A, k), rounding);
       if (rounded <= SMALL_SIZE_BYTES) continue;
-      const addr = A.address[k];
+      const addr = addressOf(A, k);
       const j = intervalOf(extents.bounds, addr);
       const regionEnd = fitRegionEndAt(extents, segState, j);
       const fitted =
@@ -649,7 +654,7 @@ function startState(
     act += size;
     if (A.freeRequestedEvent[k] !== BEFORE_TRACE) {
       alloc += size;
-      req += A.requestedBytes[k];
+      req += requestedOf(A, k);
       byCategory[A.category[k]] += size;
     }
   }
@@ -716,10 +721,8 @@ function sweep(
   let peak = Number.NEGATIVE_INFINITY;
   let reservedMax = Number.NEGATIVE_INFINITY;
   const hasImplicit = implicitCloses.size > 0;
-  const aAddr = A.address;
   const aSize = A.sizeBytes;
   const aSrc = A.sizeSource;
-  const aReq = A.requestedBytes;
   const aFreeReq = A.freeRequestedEvent;
   let alloc = start.initial.allocatedBytes;
   let act = start.initial.activeBytes;
@@ -734,16 +737,16 @@ function sweep(
           const s = aSize[old];
           if (aFreeReq[old] === i) alloc -= s;
           act -= s;
-          if (s > SMALL_SIZE_BYTES) large.remove(old, aAddr[old]);
+          if (s > SMALL_SIZE_BYTES) large.remove(old, addressOf(A, old));
         }
       }
       let size = aSize[k];
       if (size > SMALL_SIZE_BYTES) {
-        const addr = aAddr[k];
+        const addr = addressOf(A, k);
         const j = intervalOf(bounds, addr);
         // (a known block of ≤ 1 MiB came from a request of ≤ 1 MiB: nothing to fit or score)
         const known = aSrc[k] === SizeSource.block;
-        const rounded = known ? roundRequest(aReq[k], rounding) : size;
+        const rounded = known ? roundRequest(requestedOf(A, k), rounding) : size;
         if (rounded > SMALL_SIZE_BYTES && !fitExpandable) {
           const regionEnd = fitRegionEndAt(extents, segState, j);
           const fitted =
@@ -775,7 +778,7 @@ function sweep(
       const s = aSize[k];
       if (kind === Kind.freeBoth) alloc -= s;
       act -= s;
-      if (s > SMALL_SIZE_BYTES) large.remove(k, aAddr[k]);
+      if (s > SMALL_SIZE_BYTES) large.remove(k, addressOf(A, k));
     } else if (i === nextSeg) {
       res += segDelta[segPtr];
       if (res > reservedMax) reservedMax = res;
@@ -926,9 +929,18 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
   // (paired already when the attribution read its lifetimes off it: pairing.ts)
   const paired = trace
     ? takePairing(model, trace, anomalies)
-    : pairEntries(0, cols.action, cols.isWorkspace, cols.addr, cols.size, finalBlocks + 1024, anomalies);
+    : pairEntries(
+        0,
+        cols.action,
+        cols.isWorkspace,
+        cols.addr,
+        cols.size,
+        cols.stack,
+        finalBlocks + 1024,
+        anomalies,
+      );
   const A =
-    paired.table.address.length >= paired.count + finalBlocks
+    paired.table.ownAddress.length >= paired.count + finalBlocks
       ? paired.table
       : growAllocationTable(paired.table, paired.count + finalBlocks);
   const freesCarryAllocationStack = assignFromEntries(A, cols, opts, C, unknownCategory, rounding);
@@ -1153,7 +1165,7 @@ function requestedBytesColumn(r: Replay): Float64Array {
   const col = new Float64Array(n);
   if (!r.trace) return col;
   const A = r.allocations;
-  const req = A.requestedBytes;
+  const req = (k: number) => requestedOf(A, k);
   const freeReq = A.freeRequestedEvent;
   const freeComp = A.freeCompletedEvent;
   const action = r.trace.action;
@@ -1166,12 +1178,12 @@ function requestedBytesColumn(r: Replay): Float64Array {
       const a = action[i];
       if (a === Action.alloc) {
         const old = r.implicitCloses.size > 0 ? r.implicitCloses.get(i) : undefined;
-        if (old !== undefined && freeReq[old] === i) cur -= req[old];
-        cur += req[k];
+        if (old !== undefined && freeReq[old] === i) cur -= req(old);
+        cur += req(k);
       } else if (a === Action.free_requested) {
-        if (freeReq[k] === i) cur -= req[k];
+        if (freeReq[k] === i) cur -= req(k);
       } else if (a === Action.free_completed) {
-        if (freeComp[k] === i && freeReq[k] === i) cur -= req[k];
+        if (freeComp[k] === i && freeReq[k] === i) cur -= req(k);
       }
     }
     col[i] = cur;

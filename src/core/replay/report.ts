@@ -9,6 +9,7 @@ import { compositionAt, type SiteShare } from "./peak";
 import { prepareReplay } from "./prepare";
 import { fragmentationAt, liveAllocationsAt, oomSummaries, stateAt } from "./state";
 import {
+  addressOf,
   blockOf,
   type CheckResult,
   type EventIndex,
@@ -430,7 +431,7 @@ export function replayReport(
       annotated.push({
         device: r.device,
         allocEvent: A.allocEvent[k],
-        address: A.address[k],
+        address: addressOf(A, k),
         sizeBytes: A.sizeBytes[k],
         site: siteName(inputs, A.site[k]),
         notes,

@@ -5,7 +5,16 @@
 import { Action } from "../model/types";
 import { formatBytes } from "../units";
 import { intervalStateAt, type Regions, regionOf, regionsFromState } from "./extents";
-import { BEFORE_TRACE, type EventIndex, type IndexIntoAllocations, NEVER, type Replay } from "./types";
+import {
+  addressOf,
+  BEFORE_TRACE,
+  type EventIndex,
+  type IndexIntoAllocations,
+  NEVER,
+  type Replay,
+  requestedOf,
+  stackOf,
+} from "./types";
 
 function checkEvent(r: Replay, i: EventIndex): void {
   if (!Number.isInteger(i) || i < BEFORE_TRACE || i >= r.length) {
@@ -106,8 +115,8 @@ export interface LiveBlocks {
 export function stateAt(r: Replay, i: EventIndex): LiveBlocks {
   const ids = liveAllocationsAt(r, i);
   const A = r.allocations;
-  const addr = A.address;
-  ids.sort((p, q) => addr[p] - addr[q]);
+  const addr = (k: number) => addressOf(A, k);
+  ids.sort((p, q) => addr(p) - addr(q));
   const n = ids.length;
   const out: LiveBlocks = {
     device: r.device,
@@ -128,14 +137,14 @@ export function stateAt(r: Replay, i: EventIndex): LiveBlocks {
   let g = 0;
   for (let j = 0; j < n; j++) {
     const k = ids[j];
-    const a = addr[k];
+    const a = addr(k);
     out.address[j] = a;
     out.sizeBytes[j] = A.sizeBytes[k];
-    out.requestedBytes[j] = A.requestedBytes[k];
+    out.requestedBytes[j] = requestedOf(A, k);
     out.pendingFree[j] = isAllocatedAt(r, k, i) ? 0 : 1;
     out.category[j] = A.category[k];
     out.site[j] = A.site[k];
-    out.stack[j] = A.stack[k];
+    out.stack[j] = stackOf(A, k);
     out.stream[j] = A.stream[k];
     // Blocks and regions are both in address order: advance the region pointer.
     while (g < regions.length && regions.end[g] <= a) g++;

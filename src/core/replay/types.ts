@@ -43,11 +43,20 @@ export const SizeSource = {
   fitted: 2,
 } as const;
 
-/** One row per allocation the replay knows of: an (address, ordinal) pair. */
+/**
+ * One row per allocation the replay knows of: an (address, ordinal) pair.
+ *
+ * An allocation made in the trace has its alloc entry's address, requested size and stack: they are read
+ * from the trace's columns (`entries`), not copied (addressOf, requestedOf, stackOf), since writing fresh
+ * memory is the costliest thing a big load does. The `own*` columns hold them for the allocations made
+ * before the trace, and read 0 for the others.
+ */
 export interface AllocationTable {
   length: number;
-  address: Float64Array;
-  requestedBytes: Float64Array;
+  /** The trace's columns (all its entries), where the allocations made in it are read from. */
+  entries: AllocationEntries;
+  ownAddress: Float64Array;
+  ownRequestedBytes: Float64Array;
   /** Rounded block bytes; see sizeSource. */
   sizeBytes: Float64Array;
   sizeSource: Uint8Array;
@@ -62,7 +71,7 @@ export interface AllocationTable {
   /** Call-site id from the attribution (index into siteKeys); -1 when none; SITE_BEFORE_TRACE for
    * allocations made before the trace and freed inside it whose free entries do not carry their stack. */
   site: Int32Array;
-  stack: Int32Array; // IndexIntoStacks
+  ownStack: Int32Array; // IndexIntoStacks
   /** Display stream number (model.streams index). */
   stream: Int32Array;
   /**
@@ -71,6 +80,30 @@ export interface AllocationTable {
    * writing fresh memory is the costliest thing a big load does.
    */
   blockPlus1: Int32Array;
+}
+
+/** The trace columns an allocation table reads its allocations made in the trace from. */
+export interface AllocationEntries {
+  addr: Float64Array;
+  sizeBytes: Float64Array;
+  stack: Int32Array;
+}
+
+type OwnOrEntry = Pick<AllocationTable, "entries" | "origin" | "allocEvent">;
+
+/** The address of allocation `k`. */
+export function addressOf(A: OwnOrEntry & Pick<AllocationTable, "ownAddress">, k: number): number {
+  return A.origin[k] === Origin.trace ? A.entries.addr[A.allocEvent[k]] : A.ownAddress[k];
+}
+
+/** The requested (unrounded) bytes of allocation `k`. */
+export function requestedOf(A: OwnOrEntry & Pick<AllocationTable, "ownRequestedBytes">, k: number): number {
+  return A.origin[k] === Origin.trace ? A.entries.sizeBytes[A.allocEvent[k]] : A.ownRequestedBytes[k];
+}
+
+/** The allocation stack of allocation `k` (IndexIntoStacks). */
+export function stackOf(A: OwnOrEntry & Pick<AllocationTable, "ownStack">, k: number): number {
+  return A.origin[k] === Origin.trace ? A.entries.stack[A.allocEvent[k]] : A.ownStack[k];
 }
 
 /** The final snapshot's block of allocation `k` (IndexIntoBlocks); -1 when it is not alive at the end. */

@@ -6,7 +6,7 @@
 import type { Attribution } from "../attribution/index";
 import { BlockState, EMPTY_STACK, type SnapshotModel } from "../model/types";
 import { liveAllocationsAt } from "../replay/state";
-import { blockOf, Origin, type Replay, SITE_BEFORE_TRACE } from "../replay/types";
+import { blockOf, Origin, type Replay, SITE_BEFORE_TRACE, stackOf } from "../replay/types";
 import { combine, hex2, SEED1, SEED2 } from "./hash";
 import { type Item, PathTable, type View } from "./paths";
 import type { CallTree, CallTreeNode, CallTreeOptions, CallTreeRange, TreeMoment } from "./types";
@@ -197,7 +197,7 @@ export class CallTreeBuilder {
       const k = live[j];
       if (fr[k] <= i) continue; // free requested: pending free, not allocated
       const size = A.sizeBytes[k];
-      const s = A.stack[k];
+      const s = stackOf(A, k);
       total += size;
       count++;
       if (this.isEmpty(s)) {
@@ -224,7 +224,7 @@ export class CallTreeBuilder {
           : a >= from && a <= to && (measure === "allocated-in" || f > to);
       if (!inRange) continue;
       const size = A.sizeBytes[k];
-      const s = A.stack[k];
+      const s = stackOf(A, k);
       total += size;
       count++;
       if (this.isEmpty(s)) {

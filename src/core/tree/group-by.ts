@@ -8,7 +8,7 @@
 import type { Attribution } from "../attribution";
 import { BlockState, idAt, NO_STRING, type SnapshotModel } from "../model/types";
 import { isAllocatedAt, liveAllocationsAt } from "../replay/state";
-import { blockOf, type Replay } from "../replay/types";
+import { addressOf, blockOf, type Replay } from "../replay/types";
 import type { CallTree, CallTreeNode, TreeMoment } from "./types";
 
 export type GroupBy = { kind: "forward" } | { kind: "metadata"; key: string | null };
@@ -55,9 +55,9 @@ export function annotationsByAllocation(model: SnapshotModel, r: Replay): Map<nu
   const A = r.allocations;
   const byAddr = new Map<number, number[]>();
   for (let k = 0; k < A.length; k++) {
-    const list = byAddr.get(A.address[k]);
+    const list = byAddr.get(addressOf(A, k));
     if (list) list.push(k);
-    else byAddr.set(A.address[k], [k]);
+    else byAddr.set(addressOf(A, k), [k]);
   }
   for (const i of noted) {
     const ids = byAddr.get(t.addr[i]);

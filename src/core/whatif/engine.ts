@@ -6,7 +6,7 @@
 
 import { slashPath } from "../attribution/frames";
 import type { SnapshotModel } from "../model/types";
-import { BEFORE_TRACE, NEVER, type Replay } from "../replay/types";
+import { BEFORE_TRACE, NEVER, type Replay, stackOf } from "../replay/types";
 import { Phase, type Phases, phaseId, tracePhases } from "./phases";
 import { planRecompute, type RecomputePlan } from "./recompute";
 import { factorText, selectionSpec, transformSpec } from "./spec";
@@ -173,7 +173,7 @@ export function selectAllocations(ctx: WhatIfContext, sel: Selection): Uint8Arra
     }
     case "frame": {
       const m = ctx.stackMask(sel.text);
-      for (let k = 0; k < n; k++) if (m[A.stack[k]]) out[k] = 1;
+      for (let k = 0; k < n; k++) if (m[stackOf(A, k)]) out[k] = 1;
       return out;
     }
     case "ids":
