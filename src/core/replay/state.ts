@@ -113,11 +113,17 @@ export interface LiveBlocks {
 
 /** The live blocks after event i with their placement, categories and stacks. */
 export function stateAt(r: Replay, i: EventIndex): LiveBlocks {
-  const ids = liveAllocationsAt(r, i);
+  const live = liveAllocationsAt(r, i);
   const A = r.allocations;
-  const addr = (k: number) => addressOf(A, k);
-  ids.sort((p, q) => addr(p) - addr(q));
-  const n = ids.length;
+  const n = live.length;
+  // each live allocation's address read once (addressOf may look in the trace), then sorted by it
+  const liveAddress = new Float64Array(n);
+  for (let j = 0; j < n; j++) liveAddress[j] = addressOf(A, live[j]);
+  const order = new Int32Array(n);
+  for (let j = 0; j < n; j++) order[j] = j;
+  order.sort((p, q) => liveAddress[p] - liveAddress[q] || p - q);
+  const ids = new Int32Array(n);
+  for (let j = 0; j < n; j++) ids[j] = live[order[j]];
   const out: LiveBlocks = {
     device: r.device,
     eventIndex: i,
@@ -137,7 +143,7 @@ export function stateAt(r: Replay, i: EventIndex): LiveBlocks {
   let g = 0;
   for (let j = 0; j < n; j++) {
     const k = ids[j];
-    const a = addr(k);
+    const a = liveAddress[order[j]];
     out.address[j] = a;
     out.sizeBytes[j] = A.sizeBytes[k];
     out.requestedBytes[j] = requestedOf(A, k);
