@@ -166,24 +166,39 @@ interface TrustedTypesLike {
   };
 }
 
-/** The blob: URL of the reader this worker made: the only script URL its policy will make. */
-const readerUrls = new Set<string>();
+/** The blob: URLs of the helper workers this worker made: the only script URLs its policy will make. */
+const ownScriptUrls = new Set<string>();
 let policy: { createScriptURL(url: string): unknown } | null | undefined;
 
-/** Trusted Types, where the page's policy applies here too: one policy, for the readers' URLs only. */
+/** Trusted Types, where the page's policy applies here too: one policy, for the helpers' URLs only. */
 function scriptPolicy(): { createScriptURL(url: string): unknown } | null {
   if (policy === undefined) {
     const tt = (globalThis as { trustedTypes?: TrustedTypesLike }).trustedTypes;
     policy = tt
       ? tt.createPolicy("peakscope-worker", {
           createScriptURL: (u) => {
-            if (!readerUrls.has(u)) throw new Error(`refusing to start a worker from ${u}`);
+            if (!ownScriptUrls.has(u)) throw new Error(`refusing to start a worker from ${u}`);
             return u;
           },
         })
       : null;
   }
   return policy;
+}
+
+/**
+ * Starts a helper worker from a script of this file's own (the reader, workers/memory-warmer.ts' warmer);
+ * null where none can start (Node, tests, a stricter policy).
+ */
+export function helperWorker(script: string): Worker | null {
+  if (typeof Worker === "undefined" || typeof URL.createObjectURL !== "function") return null;
+  try {
+    const url = URL.createObjectURL(new Blob([script], { type: "text/javascript" }));
+    ownScriptUrls.add(url);
+    return new Worker((scriptPolicy()?.createScriptURL(url) ?? url) as string);
+  } catch {
+    return null;
+  }
 }
 
 interface Reader {
@@ -199,15 +214,8 @@ interface Reader {
 let shared: Reader | null | undefined;
 
 function startReader(): Reader | null {
-  if (typeof Worker === "undefined" || typeof URL.createObjectURL !== "function") return null;
-  let worker: Worker;
-  try {
-    const url = URL.createObjectURL(new Blob([READER_SCRIPT], { type: "text/javascript" }));
-    readerUrls.add(url);
-    worker = new Worker((scriptPolicy()?.createScriptURL(url) ?? url) as string);
-  } catch {
-    return null;
-  }
+  const worker = helperWorker(READER_SCRIPT);
+  if (worker === null) return null;
   const r: Reader = { worker, pending: new Map(), downloads: new Map(), nextId: 0, failed: false };
   worker.onmessage = (e: MessageEvent<{ id: number; buf?: ArrayBuffer; n?: number; error?: string }>) => {
     const d = r.downloads.get(e.data.id);

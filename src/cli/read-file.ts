@@ -6,6 +6,7 @@ import type { ByteSource } from "../core/formats/byte-source";
 import { permissionDenied, SnapshotReadError } from "../core/formats/errors";
 import { type ReadOptions, readSnapshot } from "../core/formats/read";
 import type { SnapshotModel } from "../core/model/types";
+import { nodeWarmMemory } from "./warm-memory";
 
 export async function withFileSource<T>(path: string, use: (src: ByteSource) => Promise<T>): Promise<T> {
   let handle: Awaited<ReturnType<typeof open>>;
@@ -39,6 +40,14 @@ export async function withFileSource<T>(path: string, use: (src: ByteSource) => 
   }
 }
 
-export function readSnapshotFile(path: string, opts?: ReadOptions): Promise<SnapshotModel> {
-  return withFileSource(path, (src) => readSnapshot(src, opts));
+/** Reads a snapshot file; unless told otherwise, a worker thread faults in its trace columns' memory. */
+export async function readSnapshotFile(path: string, opts?: ReadOptions): Promise<SnapshotModel> {
+  const warm = opts?.warmMemory === undefined ? nodeWarmMemory() : null;
+  try {
+    return await withFileSource(path, (src) =>
+      readSnapshot(src, warm ? { ...opts, warmMemory: warm } : opts),
+    );
+  } finally {
+    warm?.release();
+  }
 }

@@ -5,6 +5,7 @@ import { SnapshotAssembler } from "../model/assemble";
 import type { LoadPreview } from "../model/preview";
 import { dropRecycledMemory } from "../model/recycled-memory";
 import type { InputFormat, SnapshotModel } from "../model/types";
+import type { WarmMemory } from "../model/warm-memory";
 import { nextTask } from "../next-task";
 import { PickleError } from "../pickle/errors";
 import { type UnpickleLimits, Unpickler } from "../pickle/unpickler";
@@ -37,6 +38,8 @@ export interface ReadOptions {
   limits?: Partial<UnpickleLimits>;
   /** "js": parse trace entries with the JavaScript scanner alone (default: WebAssembly where it runs). */
   scanner?: "wasm" | "js";
+  /** Memory another thread faults in ahead of need, for the trace's columns (see model/warm-memory.ts). */
+  warmMemory?: WarmMemory;
 }
 
 const DEFAULT_CHUNK_BYTES = 16 << 20;
@@ -229,6 +232,7 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
   }
   let format: InputFormat = kind === "gzip" ? "pickle+gzip" : kind;
   const assembler = new SnapshotAssembler({ wasm: opts.scanner !== "js" });
+  assembler.staging.warmMemory = opts.warmMemory ?? null;
   const notes: string[] = [];
   const read = { bytes: 0 };
   // a plain pickle's slices are fed to the unpickler, which keeps no reference to them: buffers recycle

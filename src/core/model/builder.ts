@@ -17,6 +17,7 @@ import {
   type SnapshotSource,
   type TraceTable,
 } from "./types";
+import { MIN_WARM_BYTES, type WarmMemory, type WarmRequest } from "./warm-memory";
 
 export interface SegmentInput {
   device: number;
@@ -88,6 +89,21 @@ const TRACE_COLUMNS = [
  */
 const FIRST_ROWS = 65536;
 
+/**
+ * The columns every trace entry writes (the others stay zero on most files, unwritten), with their bytes
+ * per row: what warm memory is asked for, one buffer each, the narrowest first (it comes soonest, and
+ * each column moves as soon as its own buffer has come: fewer of its rows are written twice).
+ */
+const WARM_COLUMNS = [
+  ["action", 1],
+  ["stack", 4],
+  ["addr", 8],
+  ["sizeBytes", 8],
+  ["timeUs", 8],
+] as const;
+type WarmColumnName = (typeof WARM_COLUMNS)[number][0];
+const WARM_BYTES_PER_ROW = WARM_COLUMNS.reduce((sum, [, bytes]) => sum + bytes, 0);
+
 /** The columns of string ids: stored as IdColumns (their difference from the first row's id). */
 type IdColumnName = "compileContext" | "userMetadata" | "category";
 function isIdColumn(name: string): name is IdColumnName {
@@ -134,12 +150,59 @@ export class TraceColumns {
     category: false,
   };
 
-  /** Makes room for `rows` rows in all (an estimate; more rows still fit, by growing). */
+  /** Where warm memory comes from, if anywhere (see warm-memory.ts); set before the first reserve(). */
+  warmMemory: WarmMemory | null = null;
+  /** Warm memory asked for at reserve() for `capacity` rows, by column: moved to by a push once come. */
+  private warm: Partial<Record<WarmColumnName, WarmRequest>> | null = null;
+
+  /**
+   * Makes room for `rows` rows in all (an estimate; more rows still fit, by growing), and asks for warm
+   * memory for them: until it comes, rows are written to the fresh columns made here.
+   */
   reserve(rows: number): void {
-    if (rows > this.capacity) this.resize(rows);
+    if (rows <= this.capacity) return;
+    this.resize(rows);
+    const memory = this.warmMemory;
+    if (memory === null || rows * WARM_BYTES_PER_ROW < (memory.minBytes ?? MIN_WARM_BYTES)) return;
+    const warm: Partial<Record<WarmColumnName, WarmRequest>> = {};
+    for (const [name, bytes] of WARM_COLUMNS) warm[name] = memory.ask(rows * bytes);
+    this.warm = warm;
+  }
+
+  /** Moves each entry column whose warm memory has come into it (unless the columns grew meanwhile). */
+  private adoptWarm(): void {
+    const warm = this.warm as Partial<Record<WarmColumnName, WarmRequest>>;
+    const n = this.length;
+    let left = 0;
+    for (const [name, bytes] of WARM_COLUMNS) {
+      const request = warm[name];
+      if (request === undefined) continue;
+      const buffer = request.take();
+      if (buffer === null) {
+        left++;
+        continue;
+      }
+      delete warm[name];
+      if (buffer.byteLength !== this.capacity * bytes) continue; // asked before a growth: too small
+      const old = this[name];
+      const next =
+        bytes === 8
+          ? new Float64Array(buffer)
+          : bytes === 4
+            ? new Int32Array(buffer)
+            : new Uint8Array(buffer);
+      if (this.written[name]) next.set(old.subarray(0, n) as never);
+      (this as Record<WarmColumnName, typeof next>)[name] = next;
+    }
+    if (left === 0) this.warm = null;
   }
 
   private resize(capacity: number): void {
+    if (this.warm !== null) {
+      // warm memory asked for the old capacity no longer fits
+      for (const [name] of WARM_COLUMNS) this.warm[name]?.cancel();
+      this.warm = null;
+    }
     const n = this.length;
     const written = this.written;
     // A column nothing was written to is all zeros, and so is its new array: only written ones are
@@ -184,6 +247,7 @@ export class TraceColumns {
   ): number {
     const row = this.length;
     if (row === this.capacity) this.resize(Math.max(FIRST_ROWS, Math.ceil(this.capacity * 1.5)));
+    if (this.warm !== null && (row & 4095) === 0) this.adoptWarm();
     const base = this.idBase;
     const written = this.written;
     // (this rare path writes its values, zeros too; a stream is marked only when it is not the
@@ -233,6 +297,7 @@ export class TraceColumns {
     const row = this.length;
     if (row + count > this.capacity)
       this.resize(Math.max(FIRST_ROWS, row + count, Math.ceil(this.capacity * 1.5)));
+    if (this.warm !== null) this.adoptWarm();
     const written = this.written;
     for (const name of TRACE_COLUMNS) {
       if (name === "isWorkspace") continue;

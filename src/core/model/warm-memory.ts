@@ -1,0 +1,119 @@
+// Memory another thread has already written, asked for ahead of need.
+//
+// Why: the first write to a page of fresh memory costs a page fault, and on the virtual machines these
+// figures are measured on that is 3–7 ms per MB (docs/speed.md): on a 1 GB file, the trace's own columns
+// (29 bytes an entry, ≈ 200 MB) cost the parsing thread more than a second of faults. A thread with
+// nothing else to do can take those faults instead: it writes one byte per page of a new buffer and hands
+// the buffer over (transferred, not copied, so its pages stay faulted in). The columns then copy what
+// they hold so far into it (a memcpy into resident memory) and go on there.
+//
+// The core only knows this interface; the page's worker provides it (workers/memory-warmer.ts). Without
+// one (the CLI, tests), the columns are plain fresh memory, as before.
+
+/** A request for warm memory: `take()` gives the buffer once it has come (null until then). */
+export interface WarmRequest {
+  /** The zero-filled buffer, once (later calls return null); null while it has not come. */
+  take(): ArrayBuffer | null;
+  /** The buffer is no longer wanted (dropped when it comes). */
+  cancel(): void;
+}
+
+export interface WarmMemory {
+  /** Asks for `bytes` of zero-filled memory whose pages are already faulted in. */
+  ask(bytes: number): WarmRequest;
+  /** The fewest bytes worth asking for (default: MIN_WARM_BYTES; tests ask for small files too). */
+  readonly minBytes?: number;
+}
+
+/** Below this, fresh memory costs too little to be worth another thread's work (≈ 1.1 M trace entries). */
+export const MIN_WARM_BYTES = 32 << 20;
+
+/**
+ * The warmer thread's work for one request: `bytes` of zeros with every page written (a read of a fresh
+ * page would only map the shared zero page, and the parser's write would fault again). Self-contained:
+ * the page's warmer runs its source text (workers/memory-warmer.ts).
+ */
+export function faultedBuffer(bytes: number): ArrayBuffer | null {
+  let buffer: ArrayBuffer;
+  try {
+    buffer = new ArrayBuffer(bytes);
+  } catch {
+    return null;
+  }
+  const u8 = new Uint8Array(buffer);
+  for (let i = 0; i < bytes; i += 4096) u8[i] = 0;
+  if (bytes > 0) u8[bytes - 1] = 0;
+  return buffer;
+}
+
+/** The asking side of a warmer thread: requests by id, answered by `deliver`. */
+export class WarmChannel {
+  private readonly asked = new Map<number, { buffer: ArrayBuffer | null }>();
+  private nextId = 0;
+
+  /** `send`: posts a request to the warmer thread, which answers with deliver(id, buffer). */
+  constructor(private readonly send: (id: number, bytes: number) => void) {}
+
+  /** The warmer's answer: the buffer, or null where it could not make one (take() stays null). */
+  deliver(id: number, buffer: ArrayBuffer | null): void {
+    const a = this.asked.get(id); // none when no longer wanted: the buffer is dropped
+    if (!a) return;
+    if (buffer !== null) a.buffer = buffer;
+    else this.asked.delete(id);
+  }
+
+  /** The warmer stopped: nothing more comes. */
+  clear(): void {
+    this.asked.clear();
+  }
+
+  /** Asks for one buffer; `mine` records it for the load's release(). */
+  ask(bytes: number, mine: Set<number>): WarmRequest {
+    const id = this.nextId++;
+    const a = { buffer: null as ArrayBuffer | null };
+    this.asked.set(id, a);
+    mine.add(id);
+    this.send(id, bytes);
+    const drop = () => {
+      a.buffer = null;
+      this.asked.delete(id);
+      mine.delete(id);
+    };
+    return {
+      take: () => {
+        const buffer = a.buffer;
+        if (buffer !== null) drop();
+        return buffer;
+      },
+      cancel: drop,
+    };
+  }
+
+  /** Drops the given requests' buffers (taken or not). */
+  drop(ids: Set<number>): void {
+    for (const id of ids) this.asked.delete(id);
+    ids.clear();
+  }
+}
+
+/** A request that never comes (where no warmer could start): the columns stay in fresh memory. */
+const NEVER: WarmRequest = { take: () => null, cancel: () => undefined };
+
+/**
+ * Warm memory for one load from the warmer `channel()` gives (started at the first request: only a big
+ * file asks; null where none can start). `release()` at the end of the load drops what was asked and not
+ * taken: a buffer held there would be memory nobody uses.
+ */
+export function warmSession(channel: () => WarmChannel | null): WarmMemory & { release(): void } {
+  const mine = new Set<number>();
+  let used: WarmChannel | null = null;
+  return {
+    ask(bytes: number): WarmRequest {
+      used = channel();
+      return used === null ? NEVER : used.ask(bytes, mine);
+    },
+    release() {
+      used?.drop(mine);
+    },
+  };
+}

@@ -1,0 +1,141 @@
+// The trace's entry columns move into warm memory (another thread's, already faulted in) when it comes,
+// mid-read. Whenever it comes — at once, after some pushes, never, or after the columns grew past the
+// estimate — every entry must read as Python reads it, and the memory must really be used.
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readSnapshotFile } from "../src/cli/read-file";
+import { TraceColumns } from "../src/core/model/builder";
+import type { WarmMemory } from "../src/core/model/warm-memory";
+import { HAVE_REAL, python, pythonPickleJson, REAL_DIR } from "./helpers/python";
+
+/** Warm memory that comes on the `after`-th look (never when null), as a zero-filled buffer. */
+function fakeWarm(
+  after: number | null,
+): WarmMemory & { given: ArrayBuffer[]; asked: number[]; cancelled: number } {
+  const given: ArrayBuffer[] = [];
+  const asked: number[] = [];
+  const fake = {
+    given,
+    asked,
+    cancelled: 0,
+    minBytes: 0,
+    ask(bytes: number) {
+      asked.push(bytes);
+      let looks = 0;
+      let done = false;
+      return {
+        take: () => {
+          if (done || after === null || ++looks < after) return null;
+          done = true;
+          const buffer = new ArrayBuffer(bytes);
+          given.push(buffer);
+          return buffer;
+        },
+        cancel: () => {
+          if (!done) fake.cancelled++;
+          done = true;
+        },
+      };
+    },
+  };
+  return fake;
+}
+
+const TRAINING = "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle";
+const tmp = mkdtempSync(join(tmpdir(), "peakscope-warm-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+type Entry = [string, number, number, number];
+
+describe.runIf(HAVE_REAL)("warm memory for the trace's columns (a real-shaped file, against Python)", () => {
+  // a real training snapshot grown to 16 MB (≈ 100 000 entries): more than the columns first make room
+  // for, so that the read sizes them from its estimate and asks for warm memory
+  const path = join(tmp, "grown.pickle");
+  let expected: Entry[][] = [];
+  beforeAll(() => {
+    python([
+      "test/gen/generate.py",
+      "grow-real",
+      "--from",
+      join(REAL_DIR, TRAINING),
+      "--target-mb",
+      "16",
+      path,
+    ]);
+    expected = pythonPickleJson<Entry[][]>(
+      path,
+      "[[[e['action'], e.get('addr', 0), e.get('size', 0), e.get('time_us', 0)] for e in t] for t in d['device_traces']]",
+    );
+  });
+
+  for (const after of [1, 3, 40, null]) {
+    it(`reads every entry as Python does, warm memory coming on look ${after ?? "never"}`, async () => {
+      const warm = fakeWarm(after);
+      const model = await readSnapshotFile(path, { warmMemory: warm });
+      expect(warm.asked.length, "warm memory is asked for, one buffer per entry column").toBe(5);
+      if (after !== null) {
+        // every buffer given is what a column now lives in
+        expect(warm.given.length).toBe(5);
+        const used = new Set(
+          model.traces
+            .flatMap((t) => [t.action, t.addr, t.sizeBytes, t.timeUs, t.stack])
+            .map((c) => c.buffer),
+        );
+        for (const b of warm.given) expect(used.has(b)).toBe(true);
+      } else expect(warm.given.length).toBe(0);
+      expect(model.traces.length).toBe(expected.length);
+      expect(expected[0].length).toBeGreaterThan(65_536);
+      for (const [d, entries] of expected.entries()) {
+        const t = model.traces[d];
+        expect(t.length, `device ${d}`).toBe(entries.length);
+        for (let i = 0; i < entries.length; i++) {
+          const [action, addr, size, timeUs] = entries[i];
+          const got = [model.actionNames[t.action[i]], t.addr[i], t.sizeBytes[i], t.timeUs[i]];
+          // (one expect per mismatch only: the file holds about 100 000 entries)
+          if (got[0] !== action || got[1] !== addr || got[2] !== size || got[3] !== timeUs)
+            expect(got, `device ${d} entry ${i}`).toEqual(entries[i]);
+        }
+      }
+    });
+  }
+});
+
+describe("warm memory and the staging columns", () => {
+  const row = (c: TraceColumns, i: number) =>
+    c.pushRow(1 + (i % 3), 4096 * i, 512 + i, 0, 0, 1000 + 7 * i, i % 5, 0, 0, 0, 0);
+
+  it("moves each column as its own buffer comes, keeping the rows written before", () => {
+    const c = new TraceColumns();
+    const warm = fakeWarm(2);
+    c.warmMemory = warm;
+    for (let i = 0; i < 10; i++) row(c, i);
+    c.reserve(100_000);
+    expect(warm.asked).toEqual([100_000, 400_000, 800_000, 800_000, 800_000]);
+    for (let i = 10; i < 90_000; i++) row(c, i);
+    expect(warm.given.length).toBe(5);
+    expect(c.addr.buffer).toBe(warm.given[2]);
+    for (let i = 0; i < 90_000; i++) {
+      if (c.addr[i] !== 4096 * i || c.sizeBytes[i] !== 512 + i || c.timeUs[i] !== 1000 + 7 * i)
+        expect([i, c.addr[i], c.sizeBytes[i], c.timeUs[i]]).toEqual([i, 4096 * i, 512 + i, 1000 + 7 * i]);
+      if (c.action[i] !== 1 + (i % 3) || c.stack[i] !== i % 5)
+        expect([i, c.action[i], c.stack[i]]).toEqual([i, 1 + (i % 3), i % 5]);
+    }
+  });
+
+  it("gives up warm memory asked for an estimate the columns grew past before it came", () => {
+    const c = new TraceColumns();
+    // it would come on the 30th look (a look every 4096 rows): after the growth at row 70 000
+    const warm = fakeWarm(30);
+    c.warmMemory = warm;
+    c.reserve(70_000);
+    for (let i = 0; i < 200_000; i++) row(c, i);
+    expect(warm.cancelled).toBe(5);
+    expect(warm.given.length).toBe(0);
+    for (let i = 0; i < 80_000; i++)
+      if (c.addr[i] !== 4096 * i || c.stack[i] !== i % 5)
+        expect([i, c.addr[i], c.stack[i]]).toEqual([i, 4096 * i, i % 5]);
+  });
+});
