@@ -7,8 +7,9 @@
 // the buffer over (transferred, not copied, so its pages stay faulted in). The columns then copy what
 // they hold so far into it (a memcpy into resident memory) and go on there.
 //
-// The core only knows this interface; the page's worker provides it (workers/memory-warmer.ts). Without
-// one (the CLI, tests), the columns are plain fresh memory, as before.
+// The core only knows this interface; the page's worker (workers/memory-warmer.ts) and the CLI
+// (src/cli/warm-memory.ts) provide it. Without one (a test's own read, a page that cannot start a
+// worker), the columns are plain fresh memory, as before.
 
 /** A request for warm memory: `take()` gives the buffer once it has come (null until then). */
 export interface WarmRequest {
