@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readSnapshotFile } from "../src/cli/read-file";
 import { TraceColumns } from "../src/core/model/builder";
+import { dropRecycledMemory, recycledBytes, takeFloat64 } from "../src/core/model/recycled-memory";
 import type { WarmMemory } from "../src/core/model/warm-memory";
 import { HAVE_REAL, python, pythonPickleJson, REAL_DIR } from "./helpers/python";
 
@@ -123,6 +124,52 @@ describe("warm memory and the staging columns", () => {
       if (c.action[i] !== 1 + (i % 3) || c.stack[i] !== i % 5)
         expect([i, c.action[i], c.stack[i]]).toEqual([i, 1 + (i % 3), i % 5]);
     }
+  });
+
+  it("hands the warm columns' unused rows on to the recycled memory once the read is over", () => {
+    dropRecycledMemory();
+    const c = new TraceColumns();
+    const warm = fakeWarm(1);
+    c.warmMemory = warm;
+    c.reserve(1_000_000);
+    for (let i = 0; i < 700_000; i++) row(c, i);
+    expect(warm.given.length).toBe(5);
+    c.handOnWarmMemory();
+    // 300 000 unused rows a column: stack 1.2 MB, addr, size and time 2.4 MB each; action's 0.3 MB is
+    // under the pool's 1 MiB floor
+    expect(recycledBytes()).toBe(300_000 * (4 + 8 + 8 + 8));
+    // a column carved from them lies in a warm buffer past the rows, and writing it changes no row
+    const carved = takeFloat64(300_000, -1);
+    expect(warm.given).toContain(carved.buffer);
+    const rowBytes = carved.buffer.byteLength / 1_000_000;
+    expect(carved.byteOffset).toBeGreaterThanOrEqual(700_000 * rowBytes);
+    // a row pushed afterwards goes to new memory, not into what was handed on
+    row(c, 700_000);
+    expect(carved.every((v) => v === -1)).toBe(true);
+    for (let i = 0; i <= 700_000; i++) {
+      if (c.addr[i] !== 4096 * i || c.sizeBytes[i] !== 512 + i || c.timeUs[i] !== 1000 + 7 * i)
+        expect([i, c.addr[i], c.sizeBytes[i], c.timeUs[i]]).toEqual([i, 4096 * i, 512 + i, 1000 + 7 * i]);
+      if (c.action[i] !== 1 + (i % 3) || c.stack[i] !== i % 5)
+        expect([i, c.action[i], c.stack[i]]).toEqual([i, 1 + (i % 3), i % 5]);
+    }
+    dropRecycledMemory();
+  });
+
+  it("asks for the analysis's warm memory last, and hands it to the recycled memory after the read", () => {
+    dropRecycledMemory();
+    const c = new TraceColumns();
+    const warm = Object.assign(fakeWarm(1), { analysisBytesPerRow: 16 });
+    c.warmMemory = warm;
+    c.reserve(200_000);
+    // the five entry columns first (they are needed from the next row on), then 16 bytes a row
+    expect(warm.asked).toEqual([200_000, 800_000, 1_600_000, 1_600_000, 1_600_000, 3_200_000]);
+    for (let i = 0; i < 200_000; i++) row(c, i);
+    c.handOnWarmMemory();
+    // all of it (the columns are full: no unused rows to hand on)
+    expect(recycledBytes()).toBe(3_200_000);
+    const carved = takeFloat64(400_000);
+    expect(carved.buffer).toBe(warm.given[5]);
+    dropRecycledMemory();
   });
 
   it("gives up warm memory asked for an estimate the columns grew past before it came", () => {

@@ -420,8 +420,12 @@ export interface FullStackQuery {
 }
 
 export interface PeakscopeApi extends TimelineLayersApi {
-  /** Reads a snapshot in slices inside the worker; replaces the open one. Progress via comlink.proxy. */
-  open(file: Blob, name: string, onProgress?: (p: ProgressInfo) => void): Promise<OpenResult>;
+  /**
+   * Reads a snapshot in slices inside the worker; replaces the open one. Progress (ProgressInfo) is
+   * posted to `progress`, one way: a comlink.proxy callback would cost a reply message per update on
+   * both threads while they are busiest (the port is closed when the open ends).
+   */
+  open(file: Blob, name: string, progress?: MessagePort): Promise<OpenResult>;
   /**
    * Downloads `href` (absolute, http or https) and reads it while it downloads; progress says
    * "downloading" until the last byte is in. A failed download answers ok: false with the message
@@ -431,7 +435,7 @@ export interface PeakscopeApi extends TimelineLayersApi {
     href: string,
     name: string,
     page: { origin: string; protocol: string },
-    onProgress?: (p: ProgressInfo) => void,
+    progress?: MessagePort,
   ): Promise<OpenResult>;
   /** Aborts the open in progress (its promise resolves with cancelled: true). */
   cancel(): void;

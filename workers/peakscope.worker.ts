@@ -6,7 +6,7 @@
 // this worker's reader worker while this one still runs.
 
 import * as Comlink from "comlink";
-import type { PeakscopeApi, WorkerApi } from "./api";
+import type { PeakscopeApi, ProgressInfo, WorkerApi } from "./api";
 import { compareEngines } from "./compare";
 import { Engine } from "./engine";
 import { FirstPicture } from "./first-picture";
@@ -24,6 +24,18 @@ import { whatIfCurve, whatIfOne, whatIfSpecs, whatIfSuggest } from "./whatif";
 
 /** A timeline query of at least this many buckets draws a picture (the Summary's lookups ask for one). */
 const PICTURE_BUCKETS = 16;
+
+/** Runs an open with its progress posted to `port` (if given), and closes the port when it ends. */
+async function withPort<R>(
+  port: MessagePort | undefined,
+  open: (onProgress: ((p: ProgressInfo) => void) | undefined) => Promise<R>,
+): Promise<R> {
+  try {
+    return await open(port && ((p) => port.postMessage(p)));
+  } finally {
+    port?.close();
+  }
+}
 
 function sideApi(engine: Engine): PeakscopeApi {
   const picture = new FirstPicture();
@@ -51,8 +63,9 @@ function sideApi(engine: Engine): PeakscopeApi {
   const tree = treeApi(engine);
   const layers = timelineLayersApi(engine);
   return {
-    open: (file, name, onProgress) => opening(() => engine.open(file, name, onProgress)),
-    openUrl: (href, name, page, onProgress) => opening(() => engine.openUrl(href, name, page, onProgress)),
+    open: (file, name, progress) => opening(() => withPort(progress, (p) => engine.open(file, name, p))),
+    openUrl: (href, name, page, progress) =>
+      opening(() => withPort(progress, (p) => engine.openUrl(href, name, page, p))),
     cancel: () => {
       picture.openGate();
       engine.cancel();

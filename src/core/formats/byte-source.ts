@@ -33,11 +33,30 @@ export function blobByteSource(blob: Blob, name: string): ByteSource {
   };
 }
 
+/** A file's first slice, read before its kind is known (the kind is sniffed from its first bytes). */
+export interface FirstSlice {
+  bytes: Uint8Array;
+  /** In memory read into for it (readInto), which nothing else holds: it may be read into again. */
+  own: boolean;
+}
+
+/**
+ * Reads the first slice (`chunkBytes`, or the whole of a smaller source) in one request: the format is
+ * sniffed from its first bytes, and parsing starts on it without a second request to the start of the
+ * file (≈ 15 ms in Chromium, where each new read of a Blob opens a stream).
+ */
+export async function readFirstSlice(src: ByteSource, chunkBytes: number): Promise<FirstSlice> {
+  const length = Math.min(chunkBytes, src.sizeBytes);
+  if (src.readInto) return { bytes: await src.readInto(0, new Uint8Array(length)), own: true };
+  return { bytes: await src.read(0, length), own: false };
+}
+
 /**
  * Yields the source's bytes in slices: the first of `chunkBytes`, each next one four times the last, up
  * to `maxChunkBytes` (a small first slice gives a first picture soon). `readAhead` slices are already
  * being read while the caller parses this one. `reuse`: the caller is done with a slice when it asks for
  * the next one (it keeps no reference to it), so a source with readInto() reads into recycled buffers.
+ * `first`: the first slice, already read (readFirstSlice); the rest follows it.
  */
 export async function* readChunks(
   src: ByteSource,
@@ -45,11 +64,12 @@ export async function* readChunks(
   maxChunkBytes = chunkBytes,
   readAhead = 1,
   reuse = false,
+  first: FirstSlice | null = null,
 ): AsyncGenerator<Uint8Array> {
   const readInto = reuse && src.readInto ? src.readInto.bind(src) : null;
   const free: Uint8Array[] = [];
-  let size = chunkBytes;
-  let offset = 0;
+  let size = first === null ? chunkBytes : Math.min(maxChunkBytes, chunkBytes * 4);
+  let offset = first === null ? 0 : first.bytes.length;
   /** A slice being read; `buffer`: its whole memory, recycled once the caller is done with it. */
   type Slot = { bytes: Promise<Uint8Array> | null; buffer: Uint8Array | null };
   const queue: Slot[] = [];
@@ -76,6 +96,11 @@ export async function* readChunks(
   };
   fill();
   let previous: Uint8Array | null = null;
+  if (first !== null && first.bytes.length > 0) {
+    yield first.bytes;
+    // read into memory of our own (readFirstSlice): it serves the next slices like theirs
+    if (readInto !== null && first.own) previous = new Uint8Array(first.bytes.buffer);
+  }
   while (queue.length > 0) {
     const next = queue.shift() as Slot;
     const current = await (next.bytes as Promise<Uint8Array>);

@@ -10,7 +10,7 @@ import { nextTask } from "../next-task";
 import { PickleError } from "../pickle/errors";
 import { type UnpickleLimits, Unpickler } from "../pickle/unpickler";
 import { readArtifactJson, readHtmlArtifact, readTraceIfChromeTrace } from "./artifacts/read-artifact";
-import { type ByteSource, bytesByteSource, readChunks } from "./byte-source";
+import { type ByteSource, bytesByteSource, readChunks, readFirstSlice } from "./byte-source";
 import { inflate } from "./compression";
 import { SnapshotReadError } from "./errors";
 import { jsonToValues, parseJsonText } from "./json";
@@ -221,7 +221,8 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
       0,
     );
   }
-  const head = await src.read(0, Math.min(64, src.sizeBytes));
+  const firstSlice = await readFirstSlice(src, chunkBytes);
+  const head = firstSlice.bytes.subarray(0, 64);
   const kind = sniff(head);
   if (kind === null) {
     throw new SnapshotReadError(
@@ -237,7 +238,14 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
   const read = { bytes: 0 };
   // a plain pickle's slices are fed to the unpickler, which keeps no reference to them: buffers recycle
   const fileChunks = counting(
-    readChunks(src, chunkBytes, opts.maxChunkBytes ?? chunkBytes, opts.readAhead ?? 1, kind === "pickle"),
+    readChunks(
+      src,
+      chunkBytes,
+      opts.maxChunkBytes ?? chunkBytes,
+      opts.readAhead ?? 1,
+      kind === "pickle",
+      firstSlice,
+    ),
     read,
   );
   try {
@@ -250,8 +258,9 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
       );
     }
     if (kind === "json") {
+      const start = Math.min(4096, src.sizeBytes);
       const trace = await readTraceIfChromeTrace(
-        await src.read(0, Math.min(4096, src.sizeBytes)),
+        firstSlice.bytes.length >= start ? firstSlice.bytes.subarray(0, start) : await src.read(0, start),
         fileChunks,
         name,
         src.sizeBytes,

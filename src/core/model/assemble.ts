@@ -499,11 +499,13 @@ export class SnapshotAssembler implements EntrySink {
         `the file holds ${describeValue(root)}, not a memory snapshot (expected a dict with "segments" and "device_traces", or a list of segments)`,
       );
     }
-    return b.finish({
+    const model = b.finish({
       ...source,
       notes: [...source.notes, ...this.notes],
       traceEntriesByWasm: this.scanner.wasmEntries,
     });
+    this.staging.handOnWarmMemory();
+    return model;
   }
 }
 

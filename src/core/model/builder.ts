@@ -2,6 +2,7 @@
 // appends rows to typed-array columns. The readers (pickle, JSON) and tests construct models with it.
 
 import { Growable } from "./growable";
+import { recycleMemory } from "./recycled-memory";
 import {
   Action,
   type Annotation,
@@ -154,6 +155,10 @@ export class TraceColumns {
   warmMemory: WarmMemory | null = null;
   /** Warm memory asked for at reserve() for `capacity` rows, by column: moved to by a push once come. */
   private warm: Partial<Record<WarmColumnName, WarmRequest>> | null = null;
+  /** The columns living in warm memory: all `capacity` rows of them are faulted in. */
+  private readonly warmed = new Set<WarmColumnName>();
+  /** Warm memory for the analysis's columns (WarmMemory.analysisBytesPerRow), handed on after the read. */
+  private analysis: WarmRequest | null = null;
 
   /**
    * Makes room for `rows` rows in all (an estimate; more rows still fit, by growing), and asks for warm
@@ -167,6 +172,9 @@ export class TraceColumns {
     const warm: Partial<Record<WarmColumnName, WarmRequest>> = {};
     for (const [name, bytes] of WARM_COLUMNS) warm[name] = memory.ask(rows * bytes);
     this.warm = warm;
+    // last: the trace's own columns are needed first
+    const analysisBytes = rows * (memory.analysisBytesPerRow ?? 0);
+    if (analysisBytes > 0 && this.analysis === null) this.analysis = memory.ask(analysisBytes);
   }
 
   /** Moves each entry column whose warm memory has come into it (unless the columns grew meanwhile). */
@@ -193,6 +201,7 @@ export class TraceColumns {
             : new Uint8Array(buffer);
       if (this.written[name]) next.set(old.subarray(0, n) as never);
       (this as Record<WarmColumnName, typeof next>)[name] = next;
+      this.warmed.add(name);
     }
     if (left === 0) this.warm = null;
   }
@@ -203,6 +212,7 @@ export class TraceColumns {
       for (const [name] of WARM_COLUMNS) this.warm[name]?.cancel();
       this.warm = null;
     }
+    this.warmed.clear();
     const n = this.length;
     const written = this.written;
     // A column nothing was written to is all zeros, and so is its new array: only written ones are
@@ -370,6 +380,28 @@ export class TraceColumns {
 
   finish(device: number): TraceTable {
     return this.view(device, 0, this.length);
+  }
+
+  /**
+   * The read is over: a warm column's rows past `length` (the estimate's slack, ≈ 27 MB on a 1 GB file)
+   * were faulted in by the warmer and no table views them, so they go to the recycled memory, for the
+   * analysis's columns to take instead of fresh memory, and so does the warm memory asked for the
+   * analysis (if it has come). Nothing may be pushed afterwards.
+   */
+  handOnWarmMemory(): void {
+    const analysis = this.analysis?.take() ?? null;
+    this.analysis?.cancel();
+    this.analysis = null;
+    if (analysis !== null) recycleMemory(analysis);
+    for (const [name, bytes] of WARM_COLUMNS) {
+      if (!this.warmed.has(name)) continue;
+      const column = this[name];
+      const from = column.byteOffset + this.length * bytes;
+      recycleMemory(column.buffer as ArrayBuffer, from, (this.capacity - this.length) * bytes);
+    }
+    this.warmed.clear();
+    // a push from here on would grow (copying) rather than write into memory handed on
+    this.capacity = this.length;
   }
 
   /** A table's column: the stored values, as an IdColumn for the id columns. */

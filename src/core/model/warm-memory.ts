@@ -24,10 +24,26 @@ export interface WarmMemory {
   ask(bytes: number): WarmRequest;
   /** The fewest bytes worth asking for (default: MIN_WARM_BYTES; tests ask for small files too). */
   readonly minBytes?: number;
+  /**
+   * Warm memory for the analysis's columns too, this many bytes a trace entry, asked for after the
+   * trace's and handed to the recycled memory once the read is over (model/recycled-memory.ts). Default
+   * 0; the warmers' sessions ask for ANALYSIS_WARM_BYTES_PER_ROW.
+   */
+  readonly analysisBytesPerRow?: number;
 }
 
 /** Below this, fresh memory costs too little to be worth another thread's work (≈ 1.1 M trace entries). */
 export const MIN_WARM_BYTES = 32 << 20;
+
+/**
+ * The analysis's columns that every entry or allocation writes (the attribution's, the pairing's and its
+ * allocation table's, the replay's allocated column) take ≈ 35 bytes a trace entry of recycled memory;
+ * the scanner's memo, the file's slices and the trace columns' slack give about half of it. A warmer's
+ * 16 bytes an entry more cover the rest (28 did no better): on the real-shaped 1.05 GB file the main
+ * thread's faults after the read fell from 125–137 to 24–26 MB (Node), and the page's load A/B was
+ * 3.78 → 3.73 s and 3.81 → 3.66 s (5 and 6 runs each; docs/speed.md).
+ */
+export const ANALYSIS_WARM_BYTES_PER_ROW = 16;
 
 /**
  * The warmer thread's work for one request: `bytes` of zeros with every page written (a read of a fresh
@@ -109,6 +125,7 @@ export function warmSession(channel: () => WarmChannel | null): WarmMemory & { r
   const mine = new Set<number>();
   let used: WarmChannel | null = null;
   return {
+    analysisBytesPerRow: ANALYSIS_WARM_BYTES_PER_ROW,
     ask(bytes: number): WarmRequest {
       used = channel();
       return used === null ? NEVER : used.ask(bytes, mine);

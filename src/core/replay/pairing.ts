@@ -3,7 +3,7 @@
 // (attribution/trace-rules.ts, before any replay exists) and the replay then takes it over (prepare.ts),
 // so the addresses of a trace are hashed once, not once for each.
 
-import { takeInt32, takeUint8 } from "../model/recycled-memory";
+import { takeFloat64, takeInt32, takeUint8 } from "../model/recycled-memory";
 import { Action, BlockState, type SnapshotModel, type TraceTable } from "../model/types";
 import { AddressMap } from "./addr-map";
 import {
@@ -15,20 +15,25 @@ import {
   type ReplayAnomalies,
 } from "./types";
 
+/**
+ * The columns every allocation writes are taken from the recycled memory (resident already: no page
+ * faults); those written for a few (allocations made before the trace, blocks, other streams) are new
+ * arrays, whose pages nothing writes stay unmapped.
+ */
 export function newAllocationTable(cap: number, entries: AllocationEntries): AllocationTable {
   return {
     length: 0,
     entries,
     ownAddress: new Float64Array(cap),
     ownRequestedBytes: new Float64Array(cap),
-    sizeBytes: new Float64Array(cap),
+    sizeBytes: takeFloat64(cap),
     sizeSource: new Uint8Array(cap),
     origin: new Uint8Array(cap),
-    allocEvent: new Int32Array(cap),
-    freeRequestedEvent: new Int32Array(cap),
-    freeCompletedEvent: new Int32Array(cap),
-    category: new Uint8Array(cap),
-    site: new Int32Array(cap),
+    allocEvent: takeInt32(cap),
+    freeRequestedEvent: takeInt32(cap),
+    freeCompletedEvent: takeInt32(cap),
+    category: takeUint8(cap),
+    site: takeInt32(cap),
     ownStack: new Int32Array(cap),
     stream: new Int32Array(cap),
     blockPlus1: new Int32Array(cap),

@@ -1,7 +1,7 @@
 // Replays one device's trace forwards from a reconstructed start state, so that it ends in exactly
 // the snapshot's `segments` state. See README.md for the semantics.
 
-import { dropRecycledMemory, takeFloat64 } from "../model/recycled-memory";
+import { dropRecycledMemory, takeFloat64, takeInt32 } from "../model/recycled-memory";
 import {
   Action,
   BlockState,
@@ -100,7 +100,7 @@ class LargeBlocks {
     allocations: number,
   ) {
     this.buckets = new Array(Math.max(0, bounds.length - 1)).fill(null);
-    this.intervalOfAlloc = new Int32Array(allocations);
+    this.intervalOfAlloc = takeInt32(allocations);
   }
   /** Adds allocation k at `addr` in interval j (from intervalOf). */
   add(k: number, addr: number, j: number): void {

@@ -212,24 +212,23 @@ function createSideStore(side: Side): SideStore {
             now: t0,
           },
         });
-        const onProgress = Comlink.proxy((p: ProgressInfo) => {
+        // Progress comes one way through a port of its own (no reply per update, as a proxy would want).
+        const progress = new MessageChannel();
+        progress.port1.onmessage = (e: MessageEvent<ProgressInfo>) => {
           if (get().generation !== generation) return;
+          const p = e.data;
           // Plain progress messages keep the last load preview drawn.
           const preview = p.preview ?? get().progress?.preview;
           set({ progress: { ...p, preview, startedAt: t0, now: performance.now() } });
-        });
+        };
+        const port = Comlink.transfer(progress.port2, [progress.port2]);
         let result: OpenResult;
         try {
           result = await sideAsk(
             (api) =>
               (url
-                ? api.openUrl(
-                    url.href,
-                    name,
-                    { origin: location.origin, protocol: location.protocol },
-                    onProgress,
-                  )
-                : api.open(file as Blob, name, onProgress)) as Promise<OpenResult>,
+                ? api.openUrl(url.href, name, { origin: location.origin, protocol: location.protocol }, port)
+                : api.open(file as Blob, name, port)) as Promise<OpenResult>,
           );
         } catch (e) {
           if (get().generation !== generation) return false;
@@ -240,6 +239,9 @@ function createSideStore(side: Side): SideStore {
             progress: null,
           });
           return false;
+        } finally {
+          // the load's answer is in: a progress message still on its way must not show progress again
+          progress.port1.close();
         }
         if (get().generation !== generation) return false;
         if (!result.ok) {
