@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { readSnapshotFile } from "../src/cli/read-file";
 import { prepareReplay, stateAt } from "../src/core/replay";
 import { buildReport } from "../src/core/report";
-import { HAVE_REAL, python, REAL_DIR } from "./helpers/python";
+import { growReal, HAVE_REAL, python, REAL_DIR } from "./helpers/python";
 
 const TRAINING = "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle";
 const tmp = mkdtempSync(join(tmpdir(), "peakscope-grow-"));
@@ -42,19 +42,7 @@ for f in sys.argv[1:]:
   for (const addresses of ["banks", "unique"]) {
     it(`grows a training window ×3 (${addresses} addresses): read whole, peak as Python replays it`, async () => {
       const file = join(tmp, `grown-${addresses}.pickle`);
-      const truth = JSON.parse(
-        python([
-          "test/gen/generate.py",
-          "grow-real",
-          "--from",
-          join(REAL_DIR, TRAINING),
-          "--target-mb",
-          "8",
-          "--addresses",
-          addresses,
-          file,
-        ]),
-      );
+      const truth = JSON.parse(growReal(TRAINING, 8, file, ["--addresses", addresses]));
       expect(truth.repetitions).toBeGreaterThanOrEqual(3);
       const py: PyDevice = JSON.parse(python(["test/tools/replay.py", file]))[`grown-${addresses}.pickle`]
         .devices[0];

@@ -10,7 +10,7 @@ import { readSnapshotFile } from "../src/cli/read-file";
 import { TraceColumns } from "../src/core/model/builder";
 import { dropRecycledMemory, recycledBytes, takeFloat64 } from "../src/core/model/recycled-memory";
 import type { WarmMemory } from "../src/core/model/warm-memory";
-import { HAVE_REAL, python, pythonPickleJson, REAL_DIR } from "./helpers/python";
+import { growReal, HAVE_REAL, pythonPickleJson } from "./helpers/python";
 
 /** Warm memory that comes on the `after`-th look (never when null), as a zero-filled buffer. */
 function fakeWarm(
@@ -57,15 +57,7 @@ describe.runIf(HAVE_REAL)("warm memory for the trace's columns (a real-shaped fi
   const path = join(tmp, "grown.pickle");
   let expected: Entry[][] = [];
   beforeAll(() => {
-    python([
-      "test/gen/generate.py",
-      "grow-real",
-      "--from",
-      join(REAL_DIR, TRAINING),
-      "--target-mb",
-      "16",
-      path,
-    ]);
+    growReal(TRAINING, 16, path);
     expected = pythonPickleJson<Entry[][]>(
       path,
       "[[[e['action'], e.get('addr', 0), e.get('size', 0), e.get('time_us', 0)] for e in t] for t in d['device_traces']]",

@@ -2,7 +2,8 @@
 // A tiny worker of this worker's own writes one byte per page of a new buffer and sends the buffer back,
 // transferred: its pages stay faulted in, so the columns made in it cost the parser no page faults. On
 // this project's 2-core test machine a 1 GB file's trace columns (≈ 200 MB) cost the parsing thread
-// about 1.3 s of faults written directly; the warmer takes them while the parser reads.
+// about 1.3 s of faults written directly; the warmer takes them while the parser reads, and then 16 bytes
+// an entry for the analysis's columns (ANALYSIS_WARM_BYTES_PER_ROW).
 
 import { faultedBuffer, WarmChannel, type WarmMemory, warmSession } from "../src/core/model/warm-memory";
 import { helperWorker } from "./parallel-reader";

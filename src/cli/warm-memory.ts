@@ -1,5 +1,6 @@
-// The CLI's warmer: a worker thread that faults in the trace columns' memory while the main thread parses
-// (see src/core/model/warm-memory.ts). Unref'd, so that it never keeps the process alive.
+// The CLI's warmer: a worker thread that faults in memory for the trace's columns and for the analysis's
+// while the main thread parses (see src/core/model/warm-memory.ts). Unref'd, so that it never keeps the
+// process alive.
 
 import { Worker } from "node:worker_threads";
 import { faultedBuffer, WarmChannel, type WarmMemory, warmSession } from "../core/model/warm-memory";

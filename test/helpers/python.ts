@@ -15,6 +15,23 @@ export function pythonBytes(code: string): Buffer {
   return execFileSync("python3", ["-c", code], { maxBuffer: 1 << 30, cwd: REPO });
 }
 
+/**
+ * Grows the real fixture `fixture` (a name in REAL_DIR) to `targetMb` MB at `out` with the generator
+ * (`generate.py grow-real`, more of its options in `extra`); returns what it prints (its ground truth).
+ */
+export function growReal(fixture: string, targetMb: number, out: string, extra: string[] = []): string {
+  return python([
+    "test/gen/generate.py",
+    "grow-real",
+    "--from",
+    resolve(REAL_DIR, fixture),
+    "--target-mb",
+    String(targetMb),
+    ...extra,
+    out,
+  ]);
+}
+
 /** What Python makes of a pickle: `expr` (over `d`, the unpickled file) as JSON, parsed. */
 export function pythonPickleJson<T>(path: string, expr: string): T {
   const code = `import json,pickle,sys; d=pickle.load(open(sys.argv[1],'rb')); print(json.dumps(${expr}))`;

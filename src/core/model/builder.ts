@@ -389,10 +389,11 @@ export class TraceColumns {
    * analysis (if it has come). Nothing may be pushed afterwards.
    */
   handOnWarmMemory(): void {
-    const analysis = this.analysis?.take() ?? null;
-    this.analysis?.cancel();
+    const request = this.analysis;
     this.analysis = null;
+    const analysis = request?.take() ?? null;
     if (analysis !== null) recycleMemory(analysis);
+    else request?.cancel(); // not come yet: dropped when it does
     for (const [name, bytes] of WARM_COLUMNS) {
       if (!this.warmed.has(name)) continue;
       const column = this[name];
