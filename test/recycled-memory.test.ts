@@ -7,6 +7,7 @@ import {
   dropRecycledMemory,
   recycledBytes,
   recycleMemory,
+  setAside,
   takeFloat64,
   takeInt32,
   takeUint8,
@@ -70,5 +71,37 @@ describe("recycled memory", () => {
     dropRecycledMemory();
     expect(recycledBytes()).toBe(0);
     expect(takeUint8(2 * MiB).buffer.byteLength).toBe(2 * MiB);
+  });
+
+  it("memory set aside goes to the one take of its size, after smaller takes that would have cut it", () => {
+    // the order the analysis takes in: smaller columns first, the biggest last
+    const memo = dirty(10 * MiB);
+    const other = dirty(8 * MiB);
+    recycleMemory(memo);
+    recycleMemory(other);
+    setAside(6 * MiB); // carved from the first region that holds it: the first 6 MiB of `memo`
+    expect(recycledBytes()).toBe(18 * MiB);
+    const a = takeInt32(MiB); // 4 MiB: fits what is left of `memo`, not the part set aside
+    expect(a.buffer).toBe(memo);
+    expect(a.byteOffset).toBe(6 * MiB);
+    const b = takeFloat64((7 * MiB) / 8); // 7 MiB: more than the set-aside's 6 is not given it either
+    expect(b.buffer).toBe(other);
+    const c = takeFloat64((5 * MiB) / 8); // 5 MiB: less than 6, nor that
+    expect(c.buffer.byteLength).toBe(5 * MiB);
+    const d = takeFloat64((6 * MiB) / 8); // exactly the size set aside
+    expect(d.buffer).toBe(memo);
+    expect(d.byteOffset).toBe(0);
+    expect(d.every((v) => v === 0)).toBe(true);
+    expect(recycledBytes()).toBe(MiB); // `other`'s last MiB
+    // nothing fits a second time
+    expect(takeFloat64((6 * MiB) / 8).buffer.byteLength).toBe(6 * MiB);
+  });
+
+  it("sets nothing aside when no region holds it", () => {
+    const region = dirty(4 * MiB);
+    recycleMemory(region);
+    setAside(6 * MiB);
+    expect(recycledBytes()).toBe(4 * MiB);
+    expect(takeInt32(MiB).buffer).toBe(region); // the region, whole, to the next take
   });
 });

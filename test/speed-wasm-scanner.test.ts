@@ -11,7 +11,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { bytesByteSource } from "../src/core/formats/byte-source";
 import { readSnapshot } from "../src/core/formats/read";
 import { SnapshotAssembler } from "../src/core/model/assemble";
-import type { SnapshotModel } from "../src/core/model/types";
+import { RowFlags } from "../src/core/model/builder";
+import { Action, type IdColumn, idAt, type SnapshotModel } from "../src/core/model/types";
 import { wasmScannerAvailable } from "../src/core/model/wasm-scanner";
 import { Unpickler } from "../src/core/pickle/unpickler";
 import { TRACE_SCAN_SOURCE_SHA256, TRACE_SCAN_WASM_BASE64 } from "../src/core/wasm/trace-scan.wasm";
@@ -116,6 +117,77 @@ describe.skipIf(!HAVE_WEBASSEMBLY)("WebAssembly trace scanner", () => {
     expect(w.wasm).toBeGreaterThan(2900);
     expect(w.wasm).toBeLessThanOrEqual(3000 - 31);
     expect(fingerprint(w.model)).toEqual(fingerprint(reference.model));
+  });
+
+  it("its row flags agree with RowFlags and Action.oom, and a column they leave out reads as Python wrote it", () => {
+    // The scanner tells pushRows which columns of a batch hold more than the common case (RowFlags), so
+    // that the rest are not read row by row. CPython closes a list's batch every 1000 items, and so does a
+    // scan(): here each batch of 1000 entries holds its own case.
+    const module = new WebAssembly.Module(Buffer.from(TRACE_SCAN_WASM_BASE64, "base64"));
+    const stub = Object.fromEntries(
+      WebAssembly.Module.imports(module).map((i) => [i.name, () => 0]),
+    ) as Record<string, () => number>;
+    const x = new WebAssembly.Instance(module, { "trace-scan": stub }).exports as Record<
+      string,
+      WebAssembly.Global
+    >;
+    expect(x.ACTION_OOM.value).toBe(Action.oom);
+    for (const [name, flag] of [
+      ["F_STREAM_RAW", RowFlags.streamRaw],
+      ["F_STREAM", RowFlags.stream],
+      ["F_DEVICE_FREE", RowFlags.deviceFree],
+      ["F_COMPILE_CONTEXT", RowFlags.compileContext],
+      ["F_USER_METADATA", RowFlags.userMetadata],
+      ["F_CATEGORY", RowFlags.category],
+    ] as const)
+      expect(x[name].value, name).toBe(flag);
+    const code = [
+      "import pickle, sys",
+      "f = [{'filename': 'a.py', 'line': 1, 'name': 'f'}]",
+      "tr = []",
+      "for i in range(5000):",
+      "    b = i // 1000",
+      "    e = {'action': 'alloc' if i % 2 == 0 else 'free_completed', 'addr': 0x7f0000000000 + 512 * (i // 2),",
+      "         'size': 512, 'stream': 7 if i == 1503 else 0, 'time_us': 1700000000000000 + i, 'frames': f}",
+      // batch 0 one context; batch 1 another, the same all through (not the first entry's); batch 2 both
+      "    e['compile_context'] = 'A' if b == 0 or (b == 2 and i % 3) else 'B'",
+      "    if b == 3: e['user_metadata'] = 'u%d' % (i % 5)",
+      "    if b >= 1: e['category'] = 'c'",
+      "    tr.append(e)",
+      // an oom entry with device_free in batch 3, one without in batch 4",
+      "tr[3500] = {'action': 'oom', 'size': 4096, 'stream': 0, 'time_us': 1700000000003500, 'device_free': 1024, 'frames': f}",
+      "tr[4500] = {'action': 'oom', 'size': 4096, 'stream': 0, 'time_us': 1700000000004500, 'frames': f}",
+      "sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [tr]}, protocol=4))",
+    ].join("\n");
+    const bytes = new Uint8Array(pythonBytes(code));
+    const w = read(bytes, "wasm", bytes.length);
+    expect(w.wasm).toBeGreaterThan(4900);
+    const t = w.model.traces[0];
+    expect(t.length).toBe(5000);
+    const str = (c: IdColumn, i: number) => {
+      const id = idAt(c, i);
+      return id < 0 ? null : w.model.strings[id];
+    };
+    for (let i = 0; i < 5000; i++) {
+      const b = Math.floor(i / 1000);
+      const want = {
+        stream: i === 1503 ? 7 : 0,
+        free: i === 3500 ? 1024 : i === 4500 ? Number.NaN : 0,
+        context: i === 3500 || i === 4500 ? null : b === 0 || (b === 2 && i % 3 !== 0) ? "A" : "B",
+        metadata: b === 3 && i !== 3500 ? `u${i % 5}` : null,
+        category: b >= 1 && i !== 3500 && i !== 4500 ? "c" : null,
+      };
+      const got = {
+        stream: t.streamRaw[i],
+        free: t.deviceFreeBytes[i],
+        context: str(t.compileContext, i),
+        metadata: str(t.userMetadata, i),
+        category: str(t.category, i),
+      };
+      expect(got, `entry ${i}`).toEqual(want);
+      expect(t.stream[i] !== 0, `entry ${i}'s stream number`).toBe(i === 1503);
+    }
+    expect(fingerprint(w.model)).toEqual(fingerprint(read(bytes, "generic", bytes.length).model));
   });
 
   it("gives entries in a tuple (a run closed by TUPLE, not APPENDS) one by one", () => {

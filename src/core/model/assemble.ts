@@ -9,6 +9,7 @@ import type { UnpickleHooks } from "../pickle/unpickler";
 import { describeValue, isSequence, PyDict, PyList, PySet, sequenceItems } from "../pickle/values";
 import { ModelBuilder, type RowSet, TraceColumns } from "./builder";
 import { type LoadPreview, PreviewAccumulator } from "./preview";
+import { setAside } from "./recycled-memory";
 import { CONSUMED, type EntrySink, StackRef, StagedEntry, TraceEntryScanner } from "./trace-scanner";
 import {
   Action,
@@ -505,6 +506,11 @@ export class SnapshotAssembler implements EntrySink {
       traceEntriesByWasm: this.scanner.wasmEntries,
     });
     this.staging.handOnWarmMemory();
+    // The replay's per-event total (a float64 per entry of the trace replayed) is the biggest column
+    // the analysis takes, and its last: its memory is set aside while the recycled regions are whole.
+    let longest = 0;
+    for (const t of model.traces) longest = Math.max(longest, t.length);
+    setAside(8 * longest);
     return model;
   }
 }

@@ -111,6 +111,27 @@ function isIdColumn(name: string): name is IdColumnName {
   return name === "compileContext" || name === "userMetadata" || name === "category";
 }
 
+/**
+ * What a batch of rows holds beyond the common case, a column each (the WebAssembly scanner's F_*, its
+ * rowFlags()): a stream other than 0, a device_free or an oom entry, ids that differ from the first
+ * row's. `all` where nothing is known.
+ */
+export const RowFlags = {
+  streamRaw: 1,
+  stream: 2,
+  deviceFree: 4,
+  compileContext: 8,
+  userMetadata: 16,
+  category: 32,
+  all: 63,
+} as const;
+
+const ID_FLAG: Record<IdColumnName, number> = {
+  compileContext: RowFlags.compileContext,
+  userMetadata: RowFlags.userMetadata,
+  category: RowFlags.category,
+};
+
 function allZero(xs: Float64Array | Int32Array | Uint8Array): boolean {
   for (let i = 0; i < xs.length; i++) if (xs[i] !== 0) return false;
   return true;
@@ -302,8 +323,12 @@ export class TraceColumns {
   /** Staged row → forward stack, for the few entries that carry forward_frames (see TraceTable.forwardStack). */
   readonly forward = new Map<number, number>();
 
-  /** Appends `count` rows given as columns (all but isWorkspace, which starts 0); returns the first's number. */
-  pushRows(from: Record<string, ArrayLike<number>>, count: number): number {
+  /**
+   * Appends `count` rows given as columns (all but isWorkspace, which starts 0); returns the first's
+   * number. `has` (the WebAssembly scanner's RowFlags for these rows) names the columns that hold more
+   * than the common case; a column it leaves out is not read row by row.
+   */
+  pushRows(from: Record<string, ArrayLike<number>>, count: number, has: number = RowFlags.all): number {
     const row = this.length;
     if (row + count > this.capacity)
       this.resize(Math.max(FIRST_ROWS, row + count, Math.ceil(this.capacity * 1.5)));
@@ -316,6 +341,14 @@ export class TraceColumns {
         if (row === 0 && count > 0) this.idBase[name] = ids[0];
         const base = this.idBase[name];
         const column = this[name];
+        if ((has & ID_FLAG[name]) === 0 && count > 0) {
+          // every row holds the first's id
+          if (ids[0] !== base) {
+            column.fill(ids[0] - base, row, row + count);
+            this.idVaries[name] = written[name] = true;
+          }
+          continue;
+        }
         for (let j = 0; j < count; j++) {
           if (ids[j] !== base) {
             column[row + j] = ids[j] - base;
@@ -327,6 +360,7 @@ export class TraceColumns {
       if (name === "deviceFreeBytes") {
         // Only the entries that recorded a device_free (oom entries) are written, and an oom entry that
         // did not (NaN); the rest stay 0, unwritten: NaN there was 8 bytes of fresh memory per entry.
+        if ((has & RowFlags.deviceFree) === 0) continue; // none recorded, no oom entry
         const action = from.action as Uint8Array;
         const free = from.deviceFreeBytes as Float64Array;
         const column = this.deviceFreeBytes;
@@ -337,6 +371,8 @@ export class TraceColumns {
           }
         continue;
       }
+      if (name === "streamRaw" && (has & RowFlags.streamRaw) === 0) continue;
+      if (name === "stream" && (has & RowFlags.stream) === 0) continue;
       const part = (from[name] as Float64Array | Int32Array | Uint8Array).subarray(0, count);
       // Rows past `length` were never written, so they are zero: a run of zeros (the default stream in
       // `stream` and `streamRaw`, the only one most files have) is left unwritten. Memory never written

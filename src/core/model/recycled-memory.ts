@@ -18,6 +18,8 @@ interface Region {
   /** The next free byte. */
   at: number;
   end: number;
+  /** Set aside for one column of exactly this many bytes (setAside): no other take carves it. */
+  onlyFor?: number;
 }
 
 /** Smaller columns and leftovers are not worth a region: `new` costs little for them. */
@@ -38,6 +40,19 @@ export function recycleMemory(
   if (byteLength < MIN_BYTES || buffer.byteLength === 0 || !(buffer instanceof ArrayBuffer)) return;
   if (regions.length >= MAX_REGIONS) return;
   regions.push({ buffer, at: align8(byteOffset), end: byteOffset + byteLength });
+}
+
+/**
+ * Carves `bytes` out of the recycled memory now, for the one later take of exactly that size. The
+ * analysis takes its columns smallest pass first, and first fit had cut every big region down by the time
+ * the last and biggest came (the replay's per-event total: 53 MB of fresh memory on the 1.05 GB file in
+ * the page, beside 78 MB left in pieces); set aside first, it fits where it is cut from (first fit
+ * decreasing).
+ */
+export function setAside(bytes: number): void {
+  const got = carve(bytes);
+  if (got === null) return;
+  regions.unshift({ buffer: got.buffer, at: got.offset, end: got.offset + bytes, onlyFor: bytes });
 }
 
 /** Lets go of what was not taken (the end of a load). */
@@ -61,7 +76,7 @@ function carve(bytes: number): { buffer: ArrayBuffer; offset: number } | null {
   if (bytes < MIN_BYTES) return null;
   for (let k = 0; k < regions.length; k++) {
     const r = regions[k];
-    if (r.end - r.at < bytes) continue;
+    if (r.end - r.at < bytes || (r.onlyFor !== undefined && r.onlyFor !== bytes)) continue;
     const offset = r.at;
     r.at = align8(offset + bytes);
     if (r.end - r.at < MIN_BYTES) regions.splice(k, 1);

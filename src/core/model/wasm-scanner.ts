@@ -11,7 +11,7 @@ import type { Memo } from "../pickle/memo";
 import { type DictScanner, decodeUtf8 } from "../pickle/unpickler";
 import { PyDict, PyList } from "../pickle/values";
 import { TRACE_SCAN_WASM_BASE64 } from "../wasm/trace-scan.wasm";
-import type { TraceColumns } from "./builder";
+import { RowFlags, type TraceColumns } from "./builder";
 import { recycleMemory } from "./recycled-memory";
 import {
   CONSUMED,
@@ -21,6 +21,7 @@ import {
   StagedEntry,
   type TraceEntryScanner,
 } from "./trace-scanner";
+import { Action } from "./types";
 
 /** A run of consecutive staged rows standing for as many entries on the unpickling stack. */
 export class StagedRun {
@@ -77,11 +78,19 @@ interface Exports {
   position(): number;
   rows(): number;
   memoLength(): number;
+  rowFlags(): number;
   clearCache(): void;
   reset(): void;
   scan(pos: number, end: number, memoLen: number, maxMemo: number, maxRows: number, consumed: number): number;
   WINDOW_BYTES: WebAssembly.Global;
   MAX_ROWS: WebAssembly.Global;
+  ACTION_OOM: WebAssembly.Global;
+  F_STREAM_RAW: WebAssembly.Global;
+  F_STREAM: WebAssembly.Global;
+  F_DEVICE_FREE: WebAssembly.Global;
+  F_COMPILE_CONTEXT: WebAssembly.Global;
+  F_USER_METADATA: WebAssembly.Global;
+  F_CATEGORY: WebAssembly.Global;
 }
 
 let compiled: WebAssembly.Module | null | undefined;
@@ -107,6 +116,19 @@ let spare: Slot | null = null;
  * hold that memory for as long as the file is open. The warm-up's small reads stay well below.
  */
 const MAX_SPARE_BYTES = 32 << 20;
+
+/** Whether the module's F_* and its oom action are RowFlags' and Action.oom (a test checks they are). */
+function flagsAgree(x: Exports): boolean {
+  return (
+    x.ACTION_OOM?.value === Action.oom &&
+    x.F_STREAM_RAW?.value === RowFlags.streamRaw &&
+    x.F_STREAM?.value === RowFlags.stream &&
+    x.F_DEVICE_FREE?.value === RowFlags.deviceFree &&
+    x.F_COMPILE_CONTEXT?.value === RowFlags.compileContext &&
+    x.F_USER_METADATA?.value === RowFlags.userMetadata &&
+    x.F_CATEGORY?.value === RowFlags.category
+  );
+}
 
 /** The compiled module, or null where WebAssembly is unavailable or forbidden. */
 function traceScanModule(): WebAssembly.Module | null {
@@ -147,6 +169,8 @@ export class WasmTraceScanner implements DictScanner {
   private inputBase = 0;
   private windowBytes = 0;
   private maxRows = 0;
+  /** Whether the module's row flags mean what RowFlags says (else every column is read row by row). */
+  private flagsKnown = false;
   private infoCap = 0;
   // the window: buf[winStart .. winEnd) is at inputBase
   private winBuf: Uint8Array | null = null;
@@ -184,6 +208,7 @@ export class WasmTraceScanner implements DictScanner {
     this.inputBase = x.inputAddress();
     this.windowBytes = x.WINDOW_BYTES.value;
     this.maxRows = x.MAX_ROWS.value;
+    this.flagsKnown = flagsAgree(x);
     this.infoCap = x.infoCapacity();
     this.x = x;
     this.growTo(this.memoBase + 4 * (1 << 16));
@@ -234,7 +259,11 @@ export class WasmTraceScanner implements DictScanner {
       memo.length = x.memoLength();
       const n = x.rows();
       if (n > 0) {
-        const row = this.sink.staging.pushRows(this.rowViews as RowViews, n);
+        const row = this.sink.staging.pushRows(
+          this.rowViews as RowViews,
+          n,
+          this.flagsKnown ? x.rowFlags() : RowFlags.all,
+        );
         if (firstRow < 0) firstRow = row;
         total += n;
       }

@@ -87,6 +87,17 @@ export const S_ROWS_FULL: i32 = 2;
 const NO_STRING: i32 = -1;
 const EMPTY_STACK: i32 = 0;
 
+// rowFlags(): what the rows of the last scan() hold beyond the common case, so that the JavaScript
+// that copies them out skips a column with nothing to copy instead of reading all its rows
+export const F_STREAM_RAW: i32 = 1; // some row's stream is not 0
+export const F_STREAM: i32 = 2; // some row's stream number is not 0
+export const F_DEVICE_FREE: i32 = 4; // some row recorded device_free, or is an oom entry
+export const F_COMPILE_CONTEXT: i32 = 8; // the rows' compile_context ids are not all the first row's
+export const F_USER_METADATA: i32 = 16; // the same for user_metadata
+export const F_CATEGORY: i32 = 32; // the same for category
+/** model/types.ts' Action.oom (wasm-scanner.ts checks that they agree). */
+export const ACTION_OOM: i32 = 8;
+
 // Sizes. Untouched memory costs nothing (the pages are never faulted in), so the tables are generous.
 export const WINDOW_BYTES: i32 = 1 << 20;
 export const MAX_ROWS: i32 = 8192;
@@ -252,8 +263,16 @@ export function rowAddress(column: i32): i32 {
 // Results of the last scan()
 let outPos: i32 = 0;
 let outRows: i32 = 0;
+let outFlags: i32 = 0;
+let firstCompileContext: i32 = 0;
+let firstUserMetadata: i32 = 0;
+let firstCategory: i32 = 0;
 export function position(): i32 {
   return outPos;
+}
+/** The F_* that the rows of the last scan() have. */
+export function rowFlags(): i32 {
+  return outFlags;
 }
 export function rows(): i32 {
   return outRows;
@@ -293,6 +312,7 @@ export function scan(pos: i32, end: i32, memoLen: i32, maxMemo: i32, maxRows: i3
   END = end;
   MEMO_LEN = memoLen;
   MAX_MEMO = <u32>maxMemo;
+  outFlags = 0;
   let n = 0;
   let status = S_NOT_ENTRY;
   for (;;) {
@@ -968,6 +988,22 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
     lastStreamRaw = stream;
     lastStream = streamId;
   }
+  let flags = outFlags;
+  if (stream !== 0) flags |= F_STREAM_RAW;
+  if (streamId !== 0) flags |= F_STREAM;
+  // recorded (not the NaN an entry without device_free keeps), or an oom entry
+  // biome-ignore lint/suspicious/noSelfCompare: a NaN test, without the global isNaN biome warns of
+  if (deviceFree === deviceFree || action === ACTION_OOM) flags |= F_DEVICE_FREE;
+  if (row === 0) {
+    firstCompileContext = compileContext;
+    firstUserMetadata = userMetadata;
+    firstCategory = category;
+  } else {
+    if (compileContext !== firstCompileContext) flags |= F_COMPILE_CONTEXT;
+    if (userMetadata !== firstUserMetadata) flags |= F_USER_METADATA;
+    if (category !== firstCategory) flags |= F_CATEGORY;
+  }
+  outFlags = flags;
   store<u8>(R_ACTION + row, <u8>action);
   store<f64>(R_ADDR + (row << 3), addr);
   store<f64>(R_SIZE + (row << 3), size);
