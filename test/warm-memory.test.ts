@@ -7,9 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readSnapshotFile } from "../src/cli/read-file";
+import { nodeWarmMemory } from "../src/cli/warm-memory";
 import { TraceColumns } from "../src/core/model/builder";
 import { dropRecycledMemory, recycledBytes, takeFloat64 } from "../src/core/model/recycled-memory";
-import type { WarmMemory } from "../src/core/model/warm-memory";
+import { type PrefaultJob, prefaultInOrder, type WarmMemory } from "../src/core/model/warm-memory";
 import { growReal, HAVE_REAL, pythonPickleJson } from "./helpers/python";
 
 /** Warm memory that comes on the `after`-th look (never when null), as a zero-filled buffer. */
@@ -62,6 +63,36 @@ describe.runIf(HAVE_REAL)("warm memory for the trace's columns (a real-shaped fi
       path,
       "[[[e['action'], e.get('addr', 0), e.get('size', 0), e.get('time_us', 0)] for e in t] for t in d['device_traces']]",
     );
+  });
+
+  it("reads every entry as Python does through the CLI's warmer thread, its columns shared and faulted in ahead", async () => {
+    // the file is under the size the warmer is asked for by default: minBytes 0 asks for it anyway
+    const warm = nodeWarmMemory();
+    let shared: SharedArrayBuffer[] = [];
+    const model = await readSnapshotFile(path, {
+      warmMemory: {
+        ...warm,
+        minBytes: 0,
+        prefaultShared(buffers, bytesPerRow, rows) {
+          shared = buffers;
+          return (warm.prefaultShared as NonNullable<typeof warm.prefaultShared>)(buffers, bytesPerRow, rows);
+        },
+      },
+    });
+    warm.release();
+    expect(shared.length).toBe(6); // the five entry columns and the analysis's memory
+    const t = model.traces[0];
+    for (const c of [t.action, t.addr, t.sizeBytes, t.timeUs, t.stack]) expect(shared).toContain(c.buffer);
+    expect(t.length).toBe(expected[0].length);
+    for (const [d, entries] of expected.entries()) {
+      const t = model.traces[d];
+      for (let i = 0; i < entries.length; i++) {
+        const [action, addr, size, timeUs] = entries[i];
+        const got = [model.actionNames[t.action[i]], t.addr[i], t.sizeBytes[i], t.timeUs[i]];
+        if (got[0] !== action || got[1] !== addr || got[2] !== size || got[3] !== timeUs)
+          expect(got, `device ${d} entry ${i}`).toEqual(entries[i]);
+      }
+    }
   });
 
   for (const after of [1, 3, 40, null]) {
@@ -176,5 +207,123 @@ describe("warm memory and the staging columns", () => {
     for (let i = 0; i < 80_000; i++)
       if (c.addr[i] !== 4096 * i || c.stack[i] !== i % 5)
         expect([i, c.addr[i], c.stack[i]]).toEqual([i, 4096 * i, i % 5]);
+  });
+
+  it("where threads share memory, the entry columns live in shared buffers the warmer faults in row by row", () => {
+    dropRecycledMemory();
+    const c = new TraceColumns();
+    const jobs: { buffers: SharedArrayBuffer[]; bytesPerRow: number[]; rows: number }[] = [];
+    let stops = 0;
+    c.warmMemory = {
+      minBytes: 0,
+      analysisBytesPerRow: 16,
+      ask: () => {
+        throw new Error("nothing is asked for whole where the columns are shared");
+      },
+      prefaultShared(buffers, bytesPerRow, rows) {
+        jobs.push({ buffers, bytesPerRow, rows });
+        return () => stops++;
+      },
+    };
+    for (let i = 0; i < 10; i++) row(c, i);
+    c.reserve(100_000);
+    expect(jobs.length).toBe(1);
+    const [job] = jobs;
+    // the five entry columns (action, stack, addr, size, time), then 16 bytes a row for the analysis
+    expect(job.bytesPerRow).toEqual([1, 4, 8, 8, 8, 16]);
+    expect(job.rows).toBe(100_000);
+    expect(job.buffers.map((b) => b.byteLength)).toEqual([
+      100_000, 400_000, 800_000, 800_000, 800_000, 1_600_000,
+    ]);
+    expect([c.action, c.stack, c.addr, c.sizeBytes, c.timeUs].map((col) => col.buffer)).toEqual(
+      job.buffers.slice(0, 5),
+    );
+    for (let i = 10; i < 90_000; i++) row(c, i);
+    c.handOnWarmMemory();
+    // the analysis's memory and the columns' 10 000 unused rows (action's 10 KB is under the 1 MiB floor;
+    // so is each other column's, alone)
+    expect(recycledBytes()).toBe(1_600_000);
+    expect(takeFloat64(200_000).buffer).toBe(job.buffers[5]);
+    dropRecycledMemory();
+    for (let i = 0; i < 90_000; i++) {
+      if (c.addr[i] !== 4096 * i || c.sizeBytes[i] !== 512 + i || c.timeUs[i] !== 1000 + 7 * i)
+        expect([i, c.addr[i], c.sizeBytes[i], c.timeUs[i]]).toEqual([i, 4096 * i, 512 + i, 1000 + 7 * i]);
+      if (c.action[i] !== 1 + (i % 3) || c.stack[i] !== i % 5)
+        expect([i, c.action[i], c.stack[i]]).toEqual([i, 1 + (i % 3), i % 5]);
+    }
+    expect(stops).toBe(0);
+  });
+
+  it("stops the warmer when the shared columns are left for bigger ones", () => {
+    const c = new TraceColumns();
+    let stops = 0;
+    c.warmMemory = {
+      minBytes: 0,
+      ask: () => ({ take: () => null, cancel: () => undefined }),
+      prefaultShared: () => () => stops++,
+    };
+    c.reserve(70_000);
+    for (let i = 0; i < 200_000; i++) row(c, i);
+    expect(stops).toBe(1);
+    for (let i = 0; i < 200_000; i++)
+      if (c.addr[i] !== 4096 * i || c.stack[i] !== i % 5)
+        expect([i, c.addr[i], c.stack[i]]).toEqual([i, 4096 * i, i % 5]);
+  });
+});
+
+describe("the warmer's work on shared columns (prefaultInOrder)", () => {
+  const job = (rows: number, stopped: boolean): PrefaultJob & { copies: Buffer[] } => {
+    const bytesPerRow = [1, 8, 16];
+    const buffers = bytesPerRow.map((b) => new SharedArrayBuffer(rows * b));
+    // every byte its own value: the parser writes the same pages while the warmer touches them
+    const copies = buffers.map((b, k) => {
+      const u8 = new Uint8Array(b);
+      for (let i = 0; i < u8.length; i++) u8[i] = (i * 7 + k) & 255;
+      return Buffer.from(u8);
+    });
+    const stop = new SharedArrayBuffer(4);
+    if (stopped) new Int32Array(stop)[0] = 1;
+    return { buffers, bytesPerRow, rows, stop, copies };
+  };
+
+  /** Runs it with Atomics.add counted: which column (by byte length) and offset each touch was. */
+  const touches = (j: PrefaultJob): [number, number][] => {
+    const real = Atomics.add;
+    const seen: [number, number][] = [];
+    (Atomics as { add: unknown }).add = (a: Uint8Array, i: number, v: number) => {
+      seen.push([j.buffers.findIndex((b) => b === a.buffer), i]);
+      return real(a, i, v);
+    };
+    try {
+      prefaultInOrder(j);
+    } finally {
+      (Atomics as { add: unknown }).add = real;
+    }
+    return seen;
+  };
+
+  it("touches one byte of every page, a block of rows of every column after another, and changes none", () => {
+    const rows = 300_001; // 4 blocks of 65 536 rows and a part
+    const j = job(rows, false);
+    const seen = touches(j);
+    // every page of every column once (4096-byte pages from each buffer's start)
+    for (const [k, b] of j.bytesPerRow.entries()) {
+      const offsets = seen.filter(([c]) => c === k).map(([, p]) => p);
+      const pages = Math.ceil((rows * b) / 4096);
+      expect(offsets, `column ${k}`).toEqual(Array.from({ length: pages }, (_, i) => i * 4096));
+    }
+    // in row order: column 2 (16 bytes a row) reaches the second block's rows before column 0 does
+    const firstOfBlock1 = (k: number) =>
+      seen.findIndex(([c, p]) => c === k && p >= 65_536 * j.bytesPerRow[k]);
+    expect(firstOfBlock1(0)).toBeLessThan(firstOfBlock1(1));
+    expect(firstOfBlock1(1)).toBeLessThan(firstOfBlock1(2));
+    expect(seen.findIndex(([c]) => c === 2)).toBeLessThan(firstOfBlock1(0));
+    j.buffers.forEach((b, k) => {
+      expect(Buffer.from(new Uint8Array(b)).equals(j.copies[k]), `column ${k} unchanged`).toBe(true);
+    });
+  });
+
+  it("touches nothing once told to stop", () => {
+    expect(touches(job(1000, true))).toEqual([]);
   });
 });

@@ -3,11 +3,19 @@
 // process alive.
 
 import { Worker } from "node:worker_threads";
-import { faultedBuffer, WarmChannel, type WarmMemory, warmSession } from "../core/model/warm-memory";
+import {
+  faultedBuffer,
+  prefaultInOrder,
+  WarmChannel,
+  type WarmMemory,
+  warmSession,
+} from "../core/model/warm-memory";
 
 const WARMER_SCRIPT = `const { parentPort } = require("node:worker_threads");
 const faultedBuffer = ${faultedBuffer.toString()};
-parentPort.on("message", ({ id, bytes }) => {
+const prefaultInOrder = ${prefaultInOrder.toString()};
+parentPort.on("message", ({ id, bytes, prefault }) => {
+  if (prefault) return prefaultInOrder(prefault);
   const buf = faultedBuffer(bytes);
   if (buf === null) parentPort.postMessage({ id });
   else parentPort.postMessage({ id, buf }, [buf]);
@@ -22,7 +30,10 @@ function startWarmer(): WarmChannel | null {
   } catch {
     return null;
   }
-  const channel = new WarmChannel((id, bytes) => worker.postMessage({ id, bytes }));
+  const channel = new WarmChannel(
+    (id, bytes) => worker.postMessage({ id, bytes }),
+    (prefault) => worker.postMessage({ prefault }),
+  );
   worker.on("message", (m: { id: number; buf?: ArrayBuffer }) => channel.deliver(m.id, m.buf ?? null));
   worker.on("error", () => {
     channel.clear();
@@ -34,8 +45,12 @@ function startWarmer(): WarmChannel | null {
 
 /** Warm memory for one read from the process's warmer thread (started at the first request). */
 export function nodeWarmMemory(): WarmMemory & { release(): void } {
-  return warmSession(() => {
-    if (shared === undefined) shared = startWarmer();
-    return shared;
-  });
+  // worker threads share memory: the trace's columns are faulted in ahead of the parser, in place
+  return warmSession(
+    () => {
+      if (shared === undefined) shared = startWarmer();
+      return shared;
+    },
+    { shared: true },
+  );
 }

@@ -180,6 +180,10 @@ export class TraceColumns {
   private readonly warmed = new Set<WarmColumnName>();
   /** Warm memory for the analysis's columns (WarmMemory.analysisBytesPerRow), handed on after the read. */
   private analysis: WarmRequest | null = null;
+  /** Stops the warmer faulting in the shared columns (moveToShared), once they are left for bigger ones. */
+  private stopPrefault: (() => void) | null = null;
+  /** The analysis's shared memory (moveToShared), handed on after the read. */
+  private sharedAnalysis: SharedArrayBuffer | null = null;
 
   /**
    * Makes room for `rows` rows in all (an estimate; more rows still fit, by growing), and asks for warm
@@ -190,12 +194,52 @@ export class TraceColumns {
     this.resize(rows);
     const memory = this.warmMemory;
     if (memory === null || rows * WARM_BYTES_PER_ROW < (memory.minBytes ?? MIN_WARM_BYTES)) return;
+    if (memory.prefaultShared !== undefined && typeof SharedArrayBuffer === "function") {
+      this.moveToShared(memory.prefaultShared, memory.analysisBytesPerRow ?? 0);
+      return;
+    }
     const warm: Partial<Record<WarmColumnName, WarmRequest>> = {};
     for (const [name, bytes] of WARM_COLUMNS) warm[name] = memory.ask(rows * bytes);
     this.warm = warm;
     // last: the trace's own columns are needed first
     const analysisBytes = rows * (memory.analysisBytesPerRow ?? 0);
     if (analysisBytes > 0 && this.analysis === null) this.analysis = memory.ask(analysisBytes);
+  }
+
+  /**
+   * Moves the columns every entry writes into shared memory of `capacity` rows (copying the rows so far),
+   * whose pages the warmer thread faults in row by row ahead of the parser: no buffer to wait for, and no
+   * copy when it comes (WarmMemory.prefaultShared). The analysis's memory is faulted in along with the
+   * rows, so whatever part of it the warmer has reached by the end of the read is warm (a buffer asked for
+   * whole, coming after the columns, sometimes came after the read and was dropped).
+   */
+  private moveToShared(
+    prefault: NonNullable<WarmMemory["prefaultShared"]>,
+    analysisBytesPerRow: number,
+  ): void {
+    const n = this.length;
+    const buffers: SharedArrayBuffer[] = [];
+    for (const [name, bytes] of WARM_COLUMNS) {
+      const buffer = new SharedArrayBuffer(this.capacity * bytes);
+      const next =
+        bytes === 8
+          ? new Float64Array(buffer)
+          : bytes === 4
+            ? new Int32Array(buffer)
+            : new Uint8Array(buffer);
+      if (this.written[name]) next.set(this[name].subarray(0, n) as never);
+      // the same typed arrays to every reader (only recycleMemory tells the buffers apart, and skips these)
+      (this as unknown as Record<WarmColumnName, typeof next>)[name] = next;
+      this.warmed.add(name);
+      buffers.push(buffer);
+    }
+    const bytesPerRow: number[] = WARM_COLUMNS.map(([, bytes]) => bytes);
+    if (analysisBytesPerRow > 0) {
+      this.sharedAnalysis = new SharedArrayBuffer(this.capacity * analysisBytesPerRow);
+      buffers.push(this.sharedAnalysis);
+      bytesPerRow.push(analysisBytesPerRow);
+    }
+    this.stopPrefault = prefault(buffers, bytesPerRow, this.capacity);
   }
 
   /** Moves each entry column whose warm memory has come into it (unless the columns grew meanwhile). */
@@ -228,6 +272,8 @@ export class TraceColumns {
   }
 
   private resize(capacity: number): void {
+    this.stopPrefault?.();
+    this.stopPrefault = null;
     if (this.warm !== null) {
       // warm memory asked for the old capacity no longer fits
       for (const [name] of WARM_COLUMNS) this.warm[name]?.cancel();
@@ -430,11 +476,13 @@ export class TraceColumns {
     const analysis = request?.take() ?? null;
     if (analysis !== null) recycleMemory(analysis);
     else request?.cancel(); // not come yet: dropped when it does
+    if (this.sharedAnalysis !== null) recycleMemory(this.sharedAnalysis);
+    this.sharedAnalysis = null;
     for (const [name, bytes] of WARM_COLUMNS) {
       if (!this.warmed.has(name)) continue;
       const column = this[name];
       const from = column.byteOffset + this.length * bytes;
-      recycleMemory(column.buffer as ArrayBuffer, from, (this.capacity - this.length) * bytes);
+      recycleMemory(column.buffer, from, (this.capacity - this.length) * bytes);
     }
     this.warmed.clear();
     // a push from here on would grow (copying) rather than write into memory handed on

@@ -14,7 +14,7 @@
 type Column = Uint8Array | Int32Array | Float64Array;
 
 interface Region {
-  buffer: ArrayBuffer;
+  buffer: ArrayBufferLike;
   /** The next free byte. */
   at: number;
   end: number;
@@ -33,11 +33,11 @@ let regions: Region[] = [];
  * read or write it afterwards except through what `take*` hands out.
  */
 export function recycleMemory(
-  buffer: ArrayBuffer,
+  buffer: ArrayBufferLike,
   byteOffset = 0,
   byteLength = buffer.byteLength - byteOffset,
 ): void {
-  if (byteLength < MIN_BYTES || buffer.byteLength === 0 || !(buffer instanceof ArrayBuffer)) return;
+  if (byteLength < MIN_BYTES || buffer.byteLength === 0 || !isBuffer(buffer)) return;
   if (regions.length >= MAX_REGIONS) return;
   regions.push({ buffer, at: align8(byteOffset), end: byteOffset + byteLength });
 }
@@ -72,7 +72,18 @@ function align8(x: number): number {
   return Math.ceil(x / 8) * 8;
 }
 
-function carve(bytes: number): { buffer: ArrayBuffer; offset: number } | null {
+/**
+ * An ArrayBuffer, or a SharedArrayBuffer (the CLI's warm memory, model/warm-memory.ts): a column taken
+ * from one reads and writes as any other, but could not be transferred to another thread, and none is.
+ */
+function isBuffer(buffer: ArrayBufferLike): boolean {
+  return (
+    buffer instanceof ArrayBuffer ||
+    (typeof SharedArrayBuffer === "function" && buffer instanceof SharedArrayBuffer)
+  );
+}
+
+function carve(bytes: number): { buffer: ArrayBufferLike; offset: number } | null {
   if (bytes < MIN_BYTES) return null;
   for (let k = 0; k < regions.length; k++) {
     const r = regions[k];
@@ -86,7 +97,7 @@ function carve(bytes: number): { buffer: ArrayBuffer; offset: number } | null {
 }
 
 function take<T extends Column>(
-  make: (buffer: ArrayBuffer, offset: number, n: number) => T,
+  make: (buffer: ArrayBufferLike, offset: number, n: number) => T,
   fresh: (n: number) => T,
   bytesPer: number,
   n: number,

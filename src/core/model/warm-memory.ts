@@ -30,6 +30,15 @@ export interface WarmMemory {
    * 0; the warmers' sessions ask for ANALYSIS_WARM_BYTES_PER_ROW.
    */
   readonly analysisBytesPerRow?: number;
+  /**
+   * Where threads can share memory (Node's worker threads; a page only when cross-origin isolated): the
+   * columns every entry writes live in SharedArrayBuffers from the start, and the warmer faults in their
+   * pages in row order (every column's rows 0…k, then the next rows), ahead of the parser, which then
+   * writes to memory already there. Instead of `ask` for those columns: a buffer asked for whole comes
+   * when all of it is faulted in, and on a 1 GB file the parser had by then written a third of its rows
+   * to fresh memory, and copied them over. Returns a function that stops the warmer.
+   */
+  readonly prefaultShared?: (buffers: SharedArrayBuffer[], bytesPerRow: number[], rows: number) => () => void;
 }
 
 /** Below this, fresh memory costs too little to be worth another thread's work (≈ 1.1 M trace entries). */
@@ -63,13 +72,56 @@ export function faultedBuffer(bytes: number): ArrayBuffer | null {
   return buffer;
 }
 
+/** A warmer thread's job for shared columns (WarmMemory.prefaultShared): see prefaultInOrder. */
+export interface PrefaultJob {
+  buffers: SharedArrayBuffer[];
+  bytesPerRow: number[];
+  rows: number;
+  /** An Int32Array's memory: set to 1, the job stops at its next block of rows. */
+  stop: SharedArrayBuffer;
+}
+
+/**
+ * The warmer thread's work for shared columns: one byte per page of each column, a block of rows of every
+ * column after another, so the pages come in the order the parser writes them. An atomic add of 0, since
+ * the parser may be writing the same page (it changes no byte). Self-contained, like faultedBuffer.
+ */
+export function prefaultInOrder(job: PrefaultJob): void {
+  const stop = new Int32Array(job.stop);
+  const views = job.buffers.map((b) => new Uint8Array(b));
+  const blockRows = 65536;
+  for (let r0 = 0; r0 < job.rows; r0 += blockRows) {
+    if (Atomics.load(stop, 0) !== 0) return;
+    const r1 = Math.min(job.rows, r0 + blockRows);
+    for (let k = 0; k < views.length; k++) {
+      const u8 = views[k];
+      const bytes = job.bytesPerRow[k];
+      const to = Math.min(u8.length, r1 * bytes);
+      for (let p = Math.ceil((r0 * bytes) / 4096) * 4096; p < to; p += 4096) Atomics.add(u8, p, 0);
+    }
+  }
+}
+
 /** The asking side of a warmer thread: requests by id, answered by `deliver`. */
 export class WarmChannel {
   private readonly asked = new Map<number, { buffer: ArrayBuffer | null }>();
   private nextId = 0;
 
-  /** `send`: posts a request to the warmer thread, which answers with deliver(id, buffer). */
-  constructor(private readonly send: (id: number, bytes: number) => void) {}
+  /**
+   * `send`: posts a request to the warmer thread, which answers with deliver(id, buffer). `sendPrefault`,
+   * where threads share memory: posts a PrefaultJob, answered by nothing.
+   */
+  constructor(
+    private readonly send: (id: number, bytes: number) => void,
+    readonly sendPrefault?: (job: PrefaultJob) => void,
+  ) {}
+
+  /** Has the warmer fault in shared columns ahead of the parser; returns what stops it. */
+  prefault(buffers: SharedArrayBuffer[], bytesPerRow: number[], rows: number): () => void {
+    const stop = new SharedArrayBuffer(4);
+    this.sendPrefault?.({ buffers, bytesPerRow, rows, stop });
+    return () => Atomics.store(new Int32Array(stop), 0, 1);
+  }
 
   /** The warmer's answer: the buffer, or null where it could not make one (take() stays null). */
   deliver(id: number, buffer: ArrayBuffer | null): void {
@@ -121,10 +173,14 @@ const NEVER: WarmRequest = { take: () => null, cancel: () => undefined };
  * file asks; null where none can start). `release()` at the end of the load drops what was asked and not
  * taken: a buffer held there would be memory nobody uses.
  */
-export function warmSession(channel: () => WarmChannel | null): WarmMemory & { release(): void } {
+export function warmSession(
+  channel: () => WarmChannel | null,
+  opts: { shared?: boolean } = {},
+): WarmMemory & { release(): void } {
   const mine = new Set<number>();
+  const stops: (() => void)[] = [];
   let used: WarmChannel | null = null;
-  return {
+  const session: WarmMemory & { release(): void } = {
     analysisBytesPerRow: ANALYSIS_WARM_BYTES_PER_ROW,
     ask(bytes: number): WarmRequest {
       used = channel();
@@ -132,6 +188,18 @@ export function warmSession(channel: () => WarmChannel | null): WarmMemory & { r
     },
     release() {
       used?.drop(mine);
+      for (const stop of stops.splice(0)) stop();
+    },
+  };
+  if (!opts.shared) return session;
+  return {
+    ...session,
+    // without a warmer, the shared columns are fresh memory, as the columns are without one
+    prefaultShared(buffers, bytesPerRow, rows) {
+      used = channel();
+      const stop = used?.prefault(buffers, bytesPerRow, rows) ?? (() => undefined);
+      stops.push(stop);
+      return stop;
     },
   };
 }
