@@ -291,7 +291,7 @@ describe("the warmer's work on shared columns (prefaultInOrder)", () => {
     const real = Atomics.add;
     const seen: [number, number][] = [];
     (Atomics as { add: unknown }).add = (a: Uint8Array, i: number, v: number) => {
-      seen.push([j.buffers.findIndex((b) => b === a.buffer), i]);
+      seen.push([j.buffers.indexOf(a.buffer as SharedArrayBuffer), i]);
       return real(a, i, v);
     };
     try {
