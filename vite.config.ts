@@ -9,9 +9,18 @@ const devWithoutCsp: Plugin = {
   transformIndexHtml: (html) => html.replace(/\s*<meta http-equiv="Content-Security-Policy"[^>]*>/, ""),
 };
 
+// Cross-origin isolated in development too, as scripts/serve.mjs serves the built site (its threads may
+// share memory: src/core/model/warm-memory.ts).
+const isolation = {
+  "Cross-Origin-Opener-Policy": "same-origin",
+  "Cross-Origin-Embedder-Policy": "require-corp",
+};
+
 // Relative base: the built site works from any sub-path on any static host.
 export default defineConfig({
   base: "./",
+  server: { headers: isolation },
+  preview: { headers: isolation },
   plugins: [react(), devWithoutCsp],
   worker: { format: "es" },
   build: { outDir: "dist", target: "es2022", sourcemap: false },

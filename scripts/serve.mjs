@@ -31,6 +31,14 @@ const MIME = {
   ".webmanifest": "application/manifest+json",
 };
 
+// Cross-origin isolation: the page's threads may share memory (SharedArrayBuffer), which its reader uses
+// to fault in a big file's columns ahead of the parser (src/core/model/warm-memory.ts). The page loads
+// nothing from other origins but the snapshot a link names, fetched with CORS, which COEP allows.
+const ISOLATION = {
+  "Cross-Origin-Opener-Policy": "same-origin",
+  "Cross-Origin-Embedder-Policy": "require-corp",
+};
+
 function parseArgs(argv) {
   const out = { root: "dist", port: 8080, host: "127.0.0.1", base: "/" };
   const rest = [];
@@ -98,6 +106,7 @@ const server = createServer(async (req, res) => {
       "Content-Length": st.size,
       "Cache-Control": "no-cache",
       "X-Content-Type-Options": "nosniff",
+      ...ISOLATION,
     });
     if (req.method === "HEAD") res.end();
     // 1 MiB reads: a big snapshot is served with a sixteenth of the default 64 KiB reads' calls

@@ -5,13 +5,21 @@
 // about 1.3 s of faults written directly; the warmer takes them while the parser reads, and then 16 bytes
 // an entry for the analysis's columns (ANALYSIS_WARM_BYTES_PER_ROW).
 
-import { faultedBuffer, WarmChannel, type WarmMemory, warmSession } from "../src/core/model/warm-memory";
+import {
+  faultedBuffer,
+  prefaultInOrder,
+  WarmChannel,
+  type WarmMemory,
+  warmSession,
+} from "../src/core/model/warm-memory";
 import { helperWorker } from "./parallel-reader";
 
-/** The warmer's whole program: each asked buffer, one after another. */
+/** The warmer's whole program: each asked buffer (or shared columns to fault in), one after another. */
 const WARMER_SCRIPT = `const faultedBuffer = ${faultedBuffer.toString()};
+const prefaultInOrder = ${prefaultInOrder.toString()};
 onmessage = (e) => {
-  const { id, bytes } = e.data;
+  const { id, bytes, prefault } = e.data;
+  if (prefault) return prefaultInOrder(prefault);
   const buf = faultedBuffer(bytes);
   if (buf === null) postMessage({ id });
   else postMessage({ id, buf }, [buf]);
@@ -28,7 +36,10 @@ let shared: Warmer | null | undefined;
 function startWarmer(): Warmer | null {
   const worker = helperWorker(WARMER_SCRIPT);
   if (worker === null) return null;
-  const channel = new WarmChannel((id, bytes) => worker.postMessage({ id, bytes }));
+  const channel = new WarmChannel(
+    (id, bytes) => worker.postMessage({ id, bytes }),
+    (prefault) => worker.postMessage({ prefault }),
+  );
   worker.onmessage = (e: MessageEvent<{ id: number; buf?: ArrayBuffer }>) =>
     channel.deliver(e.data.id, e.data.buf ?? null);
   // The warmer could not start (or stopped): nothing more comes, and the columns stay in fresh memory.
@@ -50,8 +61,13 @@ export function stopWarmer(): void {
 
 /** Warm memory for one load from this worker's warmer (started at the first request). */
 export function warmMemory(): WarmMemory & { release(): void } {
-  return warmSession(() => {
-    if (shared === undefined) shared = startWarmer();
-    return shared?.channel ?? null;
-  });
+  return warmSession(
+    () => {
+      if (shared === undefined) shared = startWarmer();
+      return shared?.channel ?? null;
+    },
+    // a cross-origin isolated page (served with COOP and COEP, as scripts/serve.mjs and `peakscope view`
+    // serve it) shares memory between its threads: the columns are faulted in ahead, in place
+    { shared: (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated === true },
+  );
 }

@@ -102,6 +102,9 @@ async function sendFile(
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cross-Origin-Resource-Policy": "same-origin",
+    // cross-origin isolated, as scripts/serve.mjs serves it: the page's threads may share memory
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Embedder-Policy": "require-corp",
     ...headers,
   });
   if (req.method === "HEAD") {
