@@ -69,12 +69,14 @@ interface DeviceState {
  * The first slice of a picked file read (its first bytes tell the format; the first picture comes after
  * it) and the largest. The first is small so that parsing starts sooner (512 KiB, then 2 and 4 MiB: on a
  * 101 MB file 844 → 813 ms to ready against 4 MiB first, A/B, 10 runs each). The largest is 4 MiB: the
- * reader's buffers (three out at once, and the one being parsed) are fresh memory it faults in, 16 MiB
- * ones were 64 MB of faults for any file (1111 → 1011 ms; the same at 1.05 GB).
+ * reader's buffers (those out at once, and the one being parsed) are fresh memory it faults in, 16 MiB
+ * ones were 64 MB of faults for any file (1111 → 1011 ms; the same at 1.05 GB). Three are read ahead:
+ * once the parser no longer waits for its columns' memory (a cross-origin isolated page), it waited for
+ * the reader now and then; with three, 1.05 GB 3572 → 3438 ms (A/B, 11 runs each; 101 MB the same).
  */
-const FILE_SLICES = { first: 512 << 10, max: 4 << 20 };
+const FILE_SLICES = { first: 512 << 10, max: 4 << 20, ahead: 3 };
 /** A download's: slices are sent as the body fills them (see url-source.ts' WINDOW_BYTES). */
-const DOWNLOAD_SLICES = { first: 4 << 20, max: 16 << 20 };
+const DOWNLOAD_SLICES = { first: 4 << 20, max: 16 << 20, ahead: 2 };
 
 /** SegmentMapAnswer.blockFlags bits. */
 const FLAG_INFERRED = 1;
@@ -92,12 +94,12 @@ export class Engine {
   private countersFile: string | null = null;
   private report: ReportJson | null = null;
 
-  /** `sliceBytes`: the first and the largest slice read at a time (the warm-up varies them). */
+  /** `sliceBytes`: the first and the largest slice read at a time, and how many ahead (the warm-up varies them). */
   open(
     file: Blob,
     name: string,
     onProgress?: (p: ProgressInfo) => void,
-    sliceBytes = FILE_SLICES,
+    sliceBytes: { first: number; max: number; ahead?: number } = FILE_SLICES,
   ): Promise<OpenResult> {
     return this.openFrom(name, onProgress, sliceBytes, async () => {
       const reader = parallelBlobSource(file, name);
@@ -163,7 +165,7 @@ export class Engine {
   private async openFrom(
     name: string,
     onProgress: ((p: ProgressInfo) => void) | undefined,
-    sliceBytes: { first: number; max: number },
+    sliceBytes: { first: number; max: number; ahead?: number },
     start: (signal: AbortSignal) => Promise<ParallelSource & { sizeBytes: number }>,
   ): Promise<OpenResult> {
     this.abort?.abort();
@@ -182,11 +184,11 @@ export class Engine {
       const size = opened.sizeBytes;
       const model = await readSnapshot(opened.source, {
         signal: abort.signal,
-        // Slices of `sliceBytes` (the first picture, onPreview, comes after the first), two of them
+        // Slices of `sliceBytes` (the first picture, onPreview, comes after the first), `ahead` of them
         // being read (by the reader worker) while one is parsed.
         chunkBytes: sliceBytes.first,
         maxChunkBytes: sliceBytes.max,
-        readAhead: 2,
+        readAhead: sliceBytes.ahead ?? 2,
         warmMemory: warm,
         onProgress: (p) => {
           last = p;
