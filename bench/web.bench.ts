@@ -506,6 +506,8 @@ interface Run {
   workerBacking: number;
   workerGapMax: number;
   rendererRss: number;
+  /** The renderer's RSS peak over the load less its RSS before it: what the load added, shared memory too. */
+  rendererRssGrowth: number;
   nodeRssGrowth: number;
   longMax: number;
   long100: number;
@@ -562,6 +564,7 @@ async function oneRun(
     workerBacking: Number.NaN,
     workerGapMax: Number.NaN,
     rendererRss: Number.NaN,
+    rendererRssGrowth: Number.NaN,
     nodeRssGrowth: Number.NaN,
     longMax: Number.NaN,
     long100: Number.NaN,
@@ -669,6 +672,9 @@ async function oneRun(
     r.workerBacking = maxOf(workerIn.map((s) => s.backing));
     r.workerGapMax = sampler.workerGapMax;
     r.rendererRss = maxOf(sampler.rss.filter((s) => inWin(s.at)).map((s) => s.bytes));
+    // (a cross-origin isolated page's columns are SharedArrayBuffers, which CDP's heap figures leave out)
+    const before = sampler.rss.filter((s) => s.at < e0).at(-1) ?? sampler.rss.find((s) => inWin(s.at));
+    r.rendererRssGrowth = before ? r.rendererRss - before.bytes : Number.NaN;
     r.nodeRssGrowth = maxOf(sampler.nodeRss.filter((s) => s.at >= tCall).map((s) => s.bytes)) - nodeRss0;
     // Responsiveness over the load window (page clock).
     const lts: number[] = [];
@@ -1024,7 +1030,7 @@ function printRun(r: Run) {
   log(
     `    peak heap: page ${mb(r.pageHeap)} MiB (+${mb(r.pageBacking)} ArrayBuffers), worker ${mb(r.workerHeap)} MiB ` +
       `(+${mb(r.workerBacking)} ArrayBuffers; longest gap between worker samples ${ms(r.workerGapMax)} ms), ` +
-      `renderer RSS ${mb(r.rendererRss)} MiB; bench process RSS growth ${mb(r.nodeRssGrowth)} MiB`,
+      `renderer RSS ${mb(r.rendererRss)} MiB (+${mb(r.rendererRssGrowth)} over the load); bench process RSS growth ${mb(r.nodeRssGrowth)} MiB`,
   );
   log(
     `    the tab's JS heaps + ArrayBuffers (page + workers): at most ${mb(tabPeak(r))} MiB (the sum of the four ` +
@@ -1068,6 +1074,7 @@ function printTable(results: Run[]) {
     "wkr ABuf",
     "rndr RSS",
     "tab/file",
+    "rss+/file",
     "longtask max",
     ">100",
     "rAF gap max",
@@ -1095,6 +1102,7 @@ function printTable(results: Run[]) {
       mb(m("workerBacking")),
       mb(m("rendererRss")),
       median(use.map((r) => tabPeak(r) / r.fileBytes)).toFixed(2),
+      median(use.map((r) => r.rendererRssGrowth / r.fileBytes)).toFixed(2),
       ms(m("longMax")),
       ms(m("long100")),
       ms(m("rafMax")),

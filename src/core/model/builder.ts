@@ -176,7 +176,7 @@ export class TraceColumns {
   warmMemory: WarmMemory | null = null;
   /** Warm memory asked for at reserve() for `capacity` rows, by column: moved to by a push once come. */
   private warm: Partial<Record<WarmColumnName, WarmRequest>> | null = null;
-  /** The columns living in warm memory: all `capacity` rows of them are faulted in. */
+  /** The columns living in warm memory: all `capacity` rows of them are (or, shared, will be) faulted in. */
   private readonly warmed = new Set<WarmColumnName>();
   /** Warm memory for the analysis's columns (WarmMemory.analysisBytesPerRow), handed on after the read. */
   private analysis: WarmRequest | null = null;
@@ -187,7 +187,8 @@ export class TraceColumns {
 
   /**
    * Makes room for `rows` rows in all (an estimate; more rows still fit, by growing), and asks for warm
-   * memory for them: until it comes, rows are written to the fresh columns made here.
+   * memory for them: until it comes, rows are written to the fresh columns made here. Where threads share
+   * memory, the columns are made in it instead, and faulted in ahead (moveToShared).
    */
   reserve(rows: number): void {
     if (rows <= this.capacity) return;
@@ -228,7 +229,7 @@ export class TraceColumns {
             ? new Int32Array(buffer)
             : new Uint8Array(buffer);
       if (this.written[name]) next.set(this[name].subarray(0, n) as never);
-      // the same typed arrays to every reader (only recycleMemory tells the buffers apart, and skips these)
+      // read and written as any column (the typed arrays' type names ArrayBuffer; no column is transferred)
       (this as unknown as Record<WarmColumnName, typeof next>)[name] = next;
       this.warmed.add(name);
       buffers.push(buffer);

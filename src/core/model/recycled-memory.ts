@@ -73,8 +73,9 @@ function align8(x: number): number {
 }
 
 /**
- * An ArrayBuffer, or a SharedArrayBuffer (the CLI's warm memory, model/warm-memory.ts): a column taken
- * from one reads and writes as any other, but could not be transferred to another thread, and none is.
+ * An ArrayBuffer, or a SharedArrayBuffer (warm memory where threads share it, model/warm-memory.ts): a
+ * column taken from one reads and writes as any other. Neither kind is ever transferred (a taken column's
+ * buffer holds other columns: transferring it would take them along).
  */
 function isBuffer(buffer: ArrayBufferLike): boolean {
   return (
