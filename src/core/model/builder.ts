@@ -218,20 +218,10 @@ export class TraceColumns {
     prefault: NonNullable<WarmMemory["prefaultShared"]>,
     analysisBytesPerRow: number,
   ): void {
-    const n = this.length;
     const buffers: SharedArrayBuffer[] = [];
     for (const [name, bytes] of WARM_COLUMNS) {
       const buffer = new SharedArrayBuffer(this.capacity * bytes);
-      const next =
-        bytes === 8
-          ? new Float64Array(buffer)
-          : bytes === 4
-            ? new Int32Array(buffer)
-            : new Uint8Array(buffer);
-      if (this.written[name]) next.set(this[name].subarray(0, n) as never);
-      // read and written as any column (the typed arrays' type names ArrayBuffer; no column is transferred)
-      (this as unknown as Record<WarmColumnName, typeof next>)[name] = next;
-      this.warmed.add(name);
+      this.moveInto(name, bytes, buffer);
       buffers.push(buffer);
     }
     const bytesPerRow: number[] = WARM_COLUMNS.map(([, bytes]) => bytes);
@@ -246,7 +236,6 @@ export class TraceColumns {
   /** Moves each entry column whose warm memory has come into it (unless the columns grew meanwhile). */
   private adoptWarm(): void {
     const warm = this.warm as Partial<Record<WarmColumnName, WarmRequest>>;
-    const n = this.length;
     let left = 0;
     for (const [name, bytes] of WARM_COLUMNS) {
       const request = warm[name];
@@ -258,18 +247,19 @@ export class TraceColumns {
       }
       delete warm[name];
       if (buffer.byteLength !== this.capacity * bytes) continue; // asked before a growth: too small
-      const old = this[name];
-      const next =
-        bytes === 8
-          ? new Float64Array(buffer)
-          : bytes === 4
-            ? new Int32Array(buffer)
-            : new Uint8Array(buffer);
-      if (this.written[name]) next.set(old.subarray(0, n) as never);
-      (this as Record<WarmColumnName, typeof next>)[name] = next;
-      this.warmed.add(name);
+      this.moveInto(name, bytes, buffer);
     }
     if (left === 0) this.warm = null;
+  }
+
+  /** Moves a column into warm memory of `capacity` rows, copying the rows written so far. */
+  private moveInto(name: WarmColumnName, bytes: number, buffer: ArrayBuffer | SharedArrayBuffer): void {
+    const next =
+      bytes === 8 ? new Float64Array(buffer) : bytes === 4 ? new Int32Array(buffer) : new Uint8Array(buffer);
+    if (this.written[name]) next.set(this[name].subarray(0, this.length) as never);
+    // a shared one is read and written as any column (their type names ArrayBuffer; none is transferred)
+    (this as unknown as Record<WarmColumnName, typeof next>)[name] = next;
+    this.warmed.add(name);
   }
 
   private resize(capacity: number): void {
