@@ -31,7 +31,7 @@ const MIME = {
   ".webmanifest": "application/manifest+json",
 };
 
-// Cross-origin isolation: the page's threads may share memory (SharedArrayBuffer), which its reader uses
+// Cross-origin isolation: the page's threads may share memory (SharedArrayBuffer), which its warmer uses
 // to fault in a big file's columns ahead of the parser (src/core/model/warm-memory.ts). The page loads
 // nothing from other origins but the snapshot a link names, fetched with CORS, which COEP allows.
 const ISOLATION = {
