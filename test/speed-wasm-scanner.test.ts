@@ -154,7 +154,7 @@ describe.skipIf(!HAVE_WEBASSEMBLY)("WebAssembly trace scanner", () => {
       "    if b == 3: e['user_metadata'] = 'u%d' % (i % 5)",
       "    if b >= 1: e['category'] = 'c'",
       "    tr.append(e)",
-      // an oom entry with device_free in batch 3, one without in batch 4",
+      // an oom entry with device_free in batch 3, one without in batch 4
       "tr[3500] = {'action': 'oom', 'size': 4096, 'stream': 0, 'time_us': 1700000000003500, 'device_free': 1024, 'frames': f}",
       "tr[4500] = {'action': 'oom', 'size': 4096, 'stream': 0, 'time_us': 1700000000004500, 'frames': f}",
       "sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [tr]}, protocol=4))",
