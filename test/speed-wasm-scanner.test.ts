@@ -4,7 +4,7 @@
 // when something other than APPENDS closes it; and an instance reused for the next file must not leak
 // what the last one left in its memory. The committed module must be built from the source as it is.
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -15,15 +15,22 @@ import { RowFlags } from "../src/core/model/builder";
 import { Action, type IdColumn, idAt, type SnapshotModel } from "../src/core/model/types";
 import { wasmScannerAvailable } from "../src/core/model/wasm-scanner";
 import { Unpickler } from "../src/core/pickle/unpickler";
-import { TRACE_SCAN_SOURCE_SHA256, TRACE_SCAN_WASM_BASE64 } from "../src/core/wasm/trace-scan.wasm";
+import {
+  TRACE_SCAN_SHARED_WASM_BASE64,
+  TRACE_SCAN_SOURCE_SHA256,
+  TRACE_SCAN_WASM_BASE64,
+} from "../src/core/wasm/trace-scan.wasm";
 import { fingerprint } from "./helpers/model";
 import { HAVE_REAL, python, pythonBytes, pythonPickleJson, REAL_DIR, REPO } from "./helpers/python";
 
-type Path = "generic" | "js" | "wasm";
+type Path = "generic" | "js" | "wasm" | "shared";
 
 /** Reads a plain pickle as read.ts does, through one path; says how many entries each scanner took. */
 function read(bytes: Uint8Array, path: Path, chunkBytes: number) {
-  const assembler = new SnapshotAssembler({ wasm: path === "wasm" });
+  const assembler = new SnapshotAssembler({
+    wasm: path === "wasm" || path === "shared",
+    sharedMemory: path === "shared",
+  });
   const u = new Unpickler({
     hooks: assembler.hooks,
     scanner: path === "generic" ? undefined : assembler.scanner,
@@ -38,7 +45,12 @@ function read(bytes: Uint8Array, path: Path, chunkBytes: number) {
     pickleProtocol: u.protocol,
     notes: [],
   });
-  return { model, wasm: assembler.scanner.wasmEntries, js: assembler.scanner.fallback.entries };
+  return {
+    model,
+    wasm: assembler.scanner.wasmEntries,
+    js: assembler.scanner.fallback.entries,
+    scanner: assembler.scanner,
+  };
 }
 
 const entries = (m: SnapshotModel) => m.traces.reduce((n, t) => n + t.length, 0);
@@ -78,6 +90,53 @@ describe.skipIf(!HAVE_WEBASSEMBLY)("WebAssembly trace scanner", () => {
     for (const name of ["memory", "init", "scan", "reset", "rows", "position"])
       expect(exports).toContain(name);
     expect(wasmScannerAvailable()).toBe(true);
+  });
+
+  it("its shared-memory build reads as the others do, and hands its strings to TextDecoder as a browser takes them", () => {
+    // A big file read with a warmer thread gets the module built with a shared memory (its memo is
+    // faulted in by the warmer). Chromium's TextDecoder refuses a view of shared memory; Node's takes one,
+    // so it is made to refuse here too. Per-entry strs the scanner decodes: non-ASCII ones, and longer
+    // than the 64 bytes decoded by hand.
+    const code = [
+      "import pickle, sys",
+      "f = [{'filename': 'a.py', 'line': 1, 'name': 'f'}]",
+      "ctx = ['größe ' + str(k) for k in range(5)] + ['x' * 100 + str(k) for k in range(3)]",
+      "tr = [{'action': 'alloc', 'addr': 0x7f0000000000 + 512 * i, 'size': 512, 'stream': 0,",
+      "       'time_us': 1700000000000000 + i, 'compile_context': str(ctx[i % 8]), 'frames': f} for i in range(3000)]",
+      "sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': [tr]}, protocol=4))",
+    ].join("\n");
+    const bytes = new Uint8Array(pythonBytes(code));
+    const shared = new WebAssembly.Module(Buffer.from(TRACE_SCAN_SHARED_WASM_BASE64, "base64"));
+    expect(WebAssembly.Module.exports(shared).map((e) => e.name)).toContain("memory");
+    const decode = TextDecoder.prototype.decode;
+    TextDecoder.prototype.decode = function (this: TextDecoder, input?: AllowSharedBufferSource) {
+      if (input && ArrayBuffer.isView(input) && input.buffer instanceof SharedArrayBuffer)
+        throw new TypeError("The provided ArrayBufferView value must not be shared.");
+      return decode.call(this, input);
+    };
+    let w: ReturnType<typeof read>;
+    try {
+      w = read(bytes, "shared", 65_536);
+    } finally {
+      TextDecoder.prototype.decode = decode;
+    }
+    expect(w.wasm).toBeGreaterThan(2900);
+    expect(fingerprint(w.model)).toEqual(fingerprint(read(bytes, "generic", bytes.length).model));
+    // every entry's compile_context as Python reads it
+    const path = join(mkdtempSync(join(tmpdir(), "peakscope-wasm-")), "ctx.pickle");
+    writeFileSync(path, bytes);
+    const contexts = pythonPickleJson<string[]>(
+      path,
+      "[e['compile_context'] for e in d['device_traces'][0]]",
+    );
+    const t = w.model.traces[0];
+    expect(Array.from({ length: t.length }, (_, i) => w.model.strings[idAt(t.compileContext, i)])).toEqual(
+      contexts,
+    );
+    // its memory is shared, and offered to the warmer as a column; the plain build's is not
+    const column = w.scanner.memoColumn(2 * entries(w.model));
+    expect(column?.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(read(bytes, "wasm", 65_536).scanner.memoColumn(2 * entries(w.model))).toBeNull();
   });
 
   it("is built from its source as committed (run node scripts/build-wasm.mjs after editing it)", () => {

@@ -11,7 +11,7 @@ import { nodeWarmMemory } from "../src/cli/warm-memory";
 import { TraceColumns } from "../src/core/model/builder";
 import { dropRecycledMemory, recycledBytes, takeFloat64 } from "../src/core/model/recycled-memory";
 import { type PrefaultJob, prefaultInOrder, type WarmMemory } from "../src/core/model/warm-memory";
-import { growReal, HAVE_REAL, pythonPickleJson } from "./helpers/python";
+import { growReal, HAVE_REAL, python, pythonPickleJson } from "./helpers/python";
 
 /** Warm memory that comes on the `after`-th look (never when null), as a zero-filled buffer. */
 function fakeWarm(
@@ -57,32 +57,61 @@ describe.runIf(HAVE_REAL)("warm memory for the trace's columns (a real-shaped fi
   // for, so that the read sizes them from its estimate and asks for warm memory
   const path = join(tmp, "grown.pickle");
   let expected: Entry[][] = [];
+  /** The memo slots the pickle stores (MEMOIZE / BINPUT / LONG_BINPUT ops), by Python's pickletools. */
+  let memoSlots = 0;
   beforeAll(() => {
     growReal(TRAINING, 16, path);
     expected = pythonPickleJson<Entry[][]>(
       path,
       "[[[e['action'], e.get('addr', 0), e.get('size', 0), e.get('time_us', 0)] for e in t] for t in d['device_traces']]",
     );
+    memoSlots = Number(
+      python([
+        "-c",
+        "import pickletools,sys; print(sum(1 for op,a,p in pickletools.genops(open(sys.argv[1],'rb').read()) if op.name in ('MEMOIZE','BINPUT','LONG_BINPUT')))",
+        path,
+      ]),
+    );
   });
 
-  it("reads every entry as Python does through the CLI's warmer thread, its columns shared and faulted in ahead", async () => {
+  it("reads every entry as Python does through the CLI's warmer thread, its columns and memo shared and faulted in ahead", async () => {
     // the file is under the size the warmer is asked for by default: minBytes 0 asks for it anyway
     const warm = nodeWarmMemory();
     let shared: SharedArrayBuffer[] = [];
+    let perRow: number[] = [];
+    let at: number[] = [];
+    let jobRows = 0;
     const model = await readSnapshotFile(path, {
       warmMemory: {
         ...warm,
         minBytes: 0,
-        prefaultShared(buffers, bytesPerRow, rows) {
+        prefaultShared(buffers, bytesPerRow, rows, offsets) {
           shared = buffers;
-          return (warm.prefaultShared as NonNullable<typeof warm.prefaultShared>)(buffers, bytesPerRow, rows);
+          perRow = bytesPerRow;
+          at = offsets ?? [];
+          jobRows = rows;
+          const prefault = warm.prefaultShared as NonNullable<typeof warm.prefaultShared>;
+          return prefault(buffers, bytesPerRow, rows, offsets);
         },
       },
     });
     warm.release();
-    expect(shared.length).toBe(6); // the five entry columns and the analysis's memory
+    // the five entry columns, the scanner's memo (in its WebAssembly memory) and the analysis's memory
+    expect(shared.length).toBe(7);
     const t = model.traces[0];
     for (const c of [t.action, t.addr, t.sizeBytes, t.timeUs, t.stack]) expect(shared).toContain(c.buffer);
+    expect(shared.slice(0, 5)).toEqual(
+      [t.action, t.stack, t.addr, t.sizeBytes, t.timeUs].map((c) => c.buffer),
+    );
+    expect(at.slice(0, 5)).toEqual([0, 0, 0, 0, 0]);
+    expect(at[6]).toBe(0);
+    // the memo: its bytes per entry as Python counts the file's memo slots (4 bytes each), within the
+    // estimate's error (it is measured on the first rows), and room for all of the job's rows
+    const entries = expected.reduce((n, e) => n + e.length, 0);
+    expect(perRow[5] / ((4 * memoSlots) / entries)).toBeGreaterThan(0.8);
+    expect(perRow[5] / ((4 * memoSlots) / entries)).toBeLessThan(1.25);
+    expect(at[5]).toBeGreaterThan(0);
+    expect(at[5] + jobRows * perRow[5]).toBeLessThanOrEqual(shared[5].byteLength);
     expect(t.length).toBe(expected[0].length);
     for (const [d, entries] of expected.entries()) {
       const t = model.traces[d];
@@ -321,6 +350,21 @@ describe("the warmer's work on shared columns (prefaultInOrder)", () => {
     j.buffers.forEach((b, k) => {
       expect(Buffer.from(new Uint8Array(b)).equals(j.copies[k]), `column ${k} unchanged`).toBe(true);
     });
+  });
+
+  it("starts each column's row 0 at its offset, and touches its pages from there on", () => {
+    const rows = 70_000;
+    const j = job(rows, false);
+    // column 1 starts 10 000 bytes into its buffer (the memo in a WebAssembly memory), 12 bytes a row
+    const buffer = new SharedArrayBuffer(10_000 + rows * 12);
+    j.buffers[1] = buffer;
+    j.bytesPerRow[1] = 12;
+    j.offsets = [0, 10_000, 0];
+    const seen = touches(j).filter(([c]) => c === 1);
+    // the pages that start at or after the offset (the one holding it is the parser's already)
+    const first = Math.ceil(10_000 / 4096) * 4096;
+    const pages = Math.ceil((10_000 + rows * 12 - first) / 4096);
+    expect(seen.map(([, p]) => p)).toEqual(Array.from({ length: pages }, (_, i) => first + i * 4096));
   });
 
   it("touches nothing once told to stop", () => {

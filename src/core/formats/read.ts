@@ -5,7 +5,7 @@ import { SnapshotAssembler } from "../model/assemble";
 import type { LoadPreview } from "../model/preview";
 import { dropRecycledMemory } from "../model/recycled-memory";
 import type { InputFormat, SnapshotModel } from "../model/types";
-import type { WarmMemory } from "../model/warm-memory";
+import { MIN_WARM_BYTES, type WarmMemory } from "../model/warm-memory";
 import { nextTask } from "../next-task";
 import { PickleError } from "../pickle/errors";
 import { type UnpickleLimits, Unpickler } from "../pickle/unpickler";
@@ -232,7 +232,13 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
     );
   }
   let format: InputFormat = kind === "gzip" ? "pickle+gzip" : kind;
-  const assembler = new SnapshotAssembler({ wasm: opts.scanner !== "js" });
+  const warm = opts.warmMemory;
+  const assembler = new SnapshotAssembler({
+    wasm: opts.scanner !== "js",
+    // where the warmer will fault the columns in ahead (a file of ≈ 1 M entries and more), the memo too
+    sharedMemory:
+      warm?.prefaultShared !== undefined && src.sizeBytes >= 4 * (warm.minBytes ?? MIN_WARM_BYTES),
+  });
   assembler.staging.warmMemory = opts.warmMemory ?? null;
   const notes: string[] = [];
   const read = { bytes: 0 };

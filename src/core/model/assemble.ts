@@ -48,9 +48,17 @@ export class SnapshotAssembler implements EntrySink {
   private readonly notes: string[] = [];
   private lostPrecision = false;
 
-  /** `wasm: false` parses trace entries with the JavaScript scanner alone (for comparisons). */
-  constructor(options: { wasm?: boolean } = {}) {
-    this.scanner = new WasmTraceScanner(this, new TraceEntryScanner(this), options.wasm ?? true);
+  /**
+   * `wasm: false` parses trace entries with the JavaScript scanner alone (for comparisons).
+   * `sharedMemory`: the WebAssembly scanner's memory is shared (a big file read with a warmer thread).
+   */
+  constructor(options: { wasm?: boolean; sharedMemory?: boolean } = {}) {
+    this.scanner = new WasmTraceScanner(
+      this,
+      new TraceEntryScanner(this),
+      options.wasm ?? true,
+      options.sharedMemory ?? false,
+    );
   }
 
   readonly hooks: UnpickleHooks = {
@@ -123,7 +131,7 @@ export class SnapshotAssembler implements EntrySink {
 
   /** Sizes the staging columns for about `rows` entries in all (an estimate from the bytes read). */
   expectRows(rows: number): void {
-    this.staging.reserve(rows);
+    this.staging.reserve(rows, () => this.scanner.memoColumn(rows));
   }
 
   /** Memory over the trace entries read so far (a first picture while a big file loads). */

@@ -84,6 +84,17 @@ const TRACE_COLUMNS = [
 ] as const;
 
 /**
+ * Memory outside the columns that the parser writes a few bytes of per row, from `offsetBytes` of
+ * `buffer` on (the WebAssembly scanner's memo: wasm-scanner.ts memoColumn): the warmer faults it in
+ * along with the rows (moveToShared).
+ */
+export interface SharedColumn {
+  buffer: SharedArrayBuffer;
+  offsetBytes: number;
+  bytesPerRow: number;
+}
+
+/**
  * Rows the staging columns first make room for: what a big file stages before its rows are counted
  * (readSnapshot sizes them from the bytes per entry after 8 MiB, about 50 000 rows), so that they are not
  * grown (and copied) eight times before that. Room never written costs no memory, only address space.
@@ -190,13 +201,13 @@ export class TraceColumns {
    * memory for them: until it comes, rows are written to the fresh columns made here. Where threads share
    * memory, the columns are made in it instead, and faulted in ahead (moveToShared).
    */
-  reserve(rows: number): void {
+  reserve(rows: number, more: () => SharedColumn | null = () => null): void {
     if (rows <= this.capacity) return;
     this.resize(rows);
     const memory = this.warmMemory;
     if (memory === null || rows * WARM_BYTES_PER_ROW < (memory.minBytes ?? MIN_WARM_BYTES)) return;
     if (memory.prefaultShared !== undefined && typeof SharedArrayBuffer === "function") {
-      this.moveToShared(memory.prefaultShared, memory.analysisBytesPerRow ?? 0);
+      this.moveToShared(memory.prefaultShared, memory.analysisBytesPerRow ?? 0, more());
       return;
     }
     const warm: Partial<Record<WarmColumnName, WarmRequest>> = {};
@@ -217,6 +228,7 @@ export class TraceColumns {
   private moveToShared(
     prefault: NonNullable<WarmMemory["prefaultShared"]>,
     analysisBytesPerRow: number,
+    more: SharedColumn | null,
   ): void {
     const buffers: SharedArrayBuffer[] = [];
     for (const [name, bytes] of WARM_COLUMNS) {
@@ -230,7 +242,14 @@ export class TraceColumns {
       buffers.push(this.sharedAnalysis);
       bytesPerRow.push(analysisBytesPerRow);
     }
-    this.stopPrefault = prefault(buffers, bytesPerRow, this.capacity);
+    const offsets = buffers.map(() => 0);
+    // the scanner's memo next to the columns (its rows are written as theirs are), the analysis's last
+    if (more !== null) {
+      buffers.splice(WARM_COLUMNS.length, 0, more.buffer);
+      bytesPerRow.splice(WARM_COLUMNS.length, 0, more.bytesPerRow);
+      offsets.splice(WARM_COLUMNS.length, 0, more.offsetBytes);
+    }
+    this.stopPrefault = prefault(buffers, bytesPerRow, this.capacity, offsets);
   }
 
   /** Moves each entry column whose warm memory has come into it (unless the columns grew meanwhile). */

@@ -38,7 +38,13 @@ export interface WarmMemory {
    * when all of it is faulted in, and on a 1 GB file the parser had by then written a third of its rows
    * to fresh memory, and copied them over. Returns a function that stops the warmer.
    */
-  readonly prefaultShared?: (buffers: SharedArrayBuffer[], bytesPerRow: number[], rows: number) => () => void;
+  readonly prefaultShared?: (
+    buffers: SharedArrayBuffer[],
+    bytesPerRow: number[],
+    rows: number,
+    /** Where each buffer's row 0 is (default 0). */
+    offsets?: number[],
+  ) => () => void;
 }
 
 /** Below this, fresh memory costs too little to be worth another thread's work (≈ 1.1 M trace entries). */
@@ -77,6 +83,8 @@ export interface PrefaultJob {
   buffers: SharedArrayBuffer[];
   bytesPerRow: number[];
   rows: number;
+  /** Where each buffer's row 0 is, in bytes (none: all at 0). */
+  offsets?: number[];
   /** An Int32Array's memory: set to 1, the job stops at its next block of rows. */
   stop: SharedArrayBuffer;
 }
@@ -96,8 +104,9 @@ export function prefaultInOrder(job: PrefaultJob): void {
     for (let k = 0; k < views.length; k++) {
       const u8 = views[k];
       const bytes = job.bytesPerRow[k];
-      const to = Math.min(u8.length, r1 * bytes);
-      for (let p = Math.ceil((r0 * bytes) / 4096) * 4096; p < to; p += 4096) Atomics.add(u8, p, 0);
+      const at = job.offsets ? job.offsets[k] : 0;
+      const to = Math.min(u8.length, at + r1 * bytes);
+      for (let p = Math.ceil((at + r0 * bytes) / 4096) * 4096; p < to; p += 4096) Atomics.add(u8, p, 0);
     }
   }
 }
@@ -117,9 +126,14 @@ export class WarmChannel {
   ) {}
 
   /** Has the warmer fault in shared columns ahead of the parser; returns what stops it. */
-  prefault(buffers: SharedArrayBuffer[], bytesPerRow: number[], rows: number): () => void {
+  prefault(
+    buffers: SharedArrayBuffer[],
+    bytesPerRow: number[],
+    rows: number,
+    offsets?: number[],
+  ): () => void {
     const stop = new SharedArrayBuffer(4);
-    this.sendPrefault?.({ buffers, bytesPerRow, rows, stop });
+    this.sendPrefault?.({ buffers, bytesPerRow, rows, offsets, stop });
     return () => Atomics.store(new Int32Array(stop), 0, 1);
   }
 
@@ -195,9 +209,9 @@ export function warmSession(
   return {
     ...session,
     // without a warmer, the shared columns are fresh memory, as the columns are without one
-    prefaultShared(buffers, bytesPerRow, rows) {
+    prefaultShared(buffers, bytesPerRow, rows, offsets) {
       used = channel();
-      const stop = used?.prefault(buffers, bytesPerRow, rows) ?? (() => undefined);
+      const stop = used?.prefault(buffers, bytesPerRow, rows, offsets) ?? (() => undefined);
       stops.push(stop);
       return stop;
     },

@@ -6,12 +6,16 @@
 // memory (Memo.storeCodesIn), where both sides read and write them; the bytes are copied in a window at a
 // time. Where WebAssembly cannot be compiled (a page whose policy forbids it), the JavaScript scanner
 // does all of it.
+//
+// A big file read where threads share memory gets an instance of the module built with a shared memory:
+// its memo (≈ 70 MB on a 1 GB file, written all through the read) is then faulted in by the warmer thread
+// ahead of the parser, along with the trace's columns (memoColumn, TraceColumns.reserve).
 
 import type { Memo } from "../pickle/memo";
 import { type DictScanner, decodeUtf8 } from "../pickle/unpickler";
 import { PyDict, PyList } from "../pickle/values";
-import { TRACE_SCAN_WASM_BASE64 } from "../wasm/trace-scan.wasm";
-import { RowFlags, type TraceColumns } from "./builder";
+import { TRACE_SCAN_SHARED_WASM_BASE64, TRACE_SCAN_WASM_BASE64 } from "../wasm/trace-scan.wasm";
+import { RowFlags, type SharedColumn, type TraceColumns } from "./builder";
 import { recycleMemory } from "./recycled-memory";
 import {
   CONSUMED,
@@ -94,6 +98,7 @@ interface Exports {
 }
 
 let compiled: WebAssembly.Module | null | undefined;
+let compiledShared: WebAssembly.Module | null | undefined;
 
 /** An instance and the scanner it works for now (its imports call that scanner). */
 interface Slot {
@@ -111,11 +116,16 @@ interface Slot {
  */
 let spare: Slot | null = null;
 /**
- * An instance whose memory grew past this is not kept: a big file's memo makes it large (≈ 200 MiB
- * after a 1 GB file), and the page reads each file in a worker of its own, so keeping it would only
- * hold that memory for as long as the file is open. The warm-up's small reads stay well below.
+ * An instance whose memo grew past this is not kept: a big file's memo makes it large (≈ 70 MB after a
+ * 1 GB file), and the page reads each file in a worker of its own, so keeping it would only hold that
+ * memory for as long as the file is open. The warm-up's small reads stay well below. (Its fixed regions,
+ * ≈ 130 MB below the memo, are reserved, not written: only the pages the reads wrote are memory.)
  */
 const MAX_SPARE_BYTES = 32 << 20;
+
+function isShared(buffer: ArrayBufferLike): boolean {
+  return typeof SharedArrayBuffer === "function" && buffer instanceof SharedArrayBuffer;
+}
 
 /** Whether the module's F_* and its oom action are RowFlags' and Action.oom (a test checks they are). */
 function flagsAgree(x: Exports): boolean {
@@ -130,19 +140,41 @@ function flagsAgree(x: Exports): boolean {
   );
 }
 
+function compile(base64: string): WebAssembly.Module | null {
+  try {
+    const text = atob(base64);
+    const bytes = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    return new WebAssembly.Module(bytes);
+  } catch {
+    return null;
+  }
+}
+
 /** The compiled module, or null where WebAssembly is unavailable or forbidden. */
 function traceScanModule(): WebAssembly.Module | null {
-  if (compiled === undefined) {
-    try {
-      const text = atob(TRACE_SCAN_WASM_BASE64);
-      const bytes = new Uint8Array(text.length);
-      for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
-      compiled = new WebAssembly.Module(bytes);
-    } catch {
-      compiled = null;
-    }
-  }
+  if (compiled === undefined) compiled = compile(TRACE_SCAN_WASM_BASE64);
   return compiled;
+}
+
+/** The module built with a shared memory, or null where threads cannot share memory. */
+function sharedTraceScanModule(): WebAssembly.Module | null {
+  if (compiledShared === undefined)
+    compiledShared = typeof SharedArrayBuffer === "function" ? compile(TRACE_SCAN_SHARED_WASM_BASE64) : null;
+  return compiledShared;
+}
+
+/** A fresh instance's slot, or null where it cannot be made (a shared memory refused). */
+function newSlot(module: WebAssembly.Module): Slot | null {
+  const s: Slot = { x: null as unknown as Exports, owner: null, infoUsed: 0, memoUsed: 0 };
+  try {
+    const instance = new WebAssembly.Instance(module, { "trace-scan": hostImports(s) });
+    s.x = instance.exports as unknown as Exports;
+  } catch {
+    return null;
+  }
+  s.x.init();
+  return s;
 }
 
 /** Whether reads here go through the WebAssembly scanner. */
@@ -182,25 +214,25 @@ export class WasmTraceScanner implements DictScanner {
     /** Takes the entries this scanner gives up on. */
     readonly fallback: TraceEntryScanner,
     useWasm = true,
+    /** A fresh instance whose memory is shared (a big file, where a warmer can fault its memo in). */
+    sharedMemory = false,
   ) {
     const module = useWasm ? traceScanModule() : null;
     if (module === null) return;
-    let slot = spare;
-    spare = null;
-    if (slot !== null) {
+    const sharedModule = sharedMemory ? sharedTraceScanModule() : null;
+    let slot = sharedModule !== null ? newSlot(sharedModule) : null;
+    if (slot === null && spare !== null) {
+      slot = spare;
+      spare = null;
       slot.x.reset();
       new Int32Array(slot.x.memory.buffer, slot.x.infoAddress(), slot.infoUsed).fill(0);
       new Int32Array(slot.x.memory.buffer, slot.x.auxAddress(), slot.infoUsed).fill(0);
       slot.infoUsed = 0;
       new Int32Array(slot.x.memory.buffer, slot.x.init(), slot.memoUsed).fill(0);
       slot.memoUsed = 0;
-    } else {
-      const s: Slot = { x: null as unknown as Exports, owner: null, infoUsed: 0, memoUsed: 0 };
-      const instance = new WebAssembly.Instance(module, { "trace-scan": hostImports(s) });
-      s.x = instance.exports as unknown as Exports;
-      s.x.init();
-      slot = s;
     }
+    slot ??= newSlot(module);
+    if (slot === null) return;
     slot.owner = this;
     const x = slot.x;
     this.slot = slot;
@@ -220,10 +252,32 @@ export class WasmTraceScanner implements DictScanner {
     if (slot === null || slot.owner !== this) return;
     slot.owner = null;
     slot.memoUsed = Math.max(slot.memoUsed, this.memo?.length ?? 0);
-    if (slot.x.memory.buffer.byteLength <= MAX_SPARE_BYTES) spare = slot;
+    const buffer = slot.x.memory.buffer;
+    // (its fixed regions are below memoBase: reserved, and faulted in only where the reads wrote)
+    if (!isShared(buffer) && buffer.byteLength - this.memoBase <= MAX_SPARE_BYTES) spare = slot;
     // Not kept: the memo's codes (≈ 70 MB after a 1 GB file), written all through the read, serve the
     // next columns. Nothing reads them after the read (the memo's values are JavaScript objects).
     else recycleMemory(slot.x.memory.buffer, this.memoBase, 4 * (this.memo?.length ?? 0));
+  }
+
+  /**
+   * The memo as a column for the warmer (TraceColumns.reserve), where this instance's memory is shared:
+   * the memory grown now to hold `rows` entries' memo at the slots per entry so far (growing reserves,
+   * it writes nothing), and row r's slots taken to be about memoBase + r × that many bytes.
+   */
+  memoColumn(rows: number): SharedColumn | null {
+    const x = this.x;
+    const memo = this.memo;
+    const staged = this.sink.staging.length;
+    if (x === null || memo === null || !isShared(x.memory.buffer) || staged === 0 || rows <= staged)
+      return null;
+    const slotsPerRow = memo.length / staged;
+    memo.reserve(Math.ceil(rows * slotsPerRow));
+    return {
+      buffer: x.memory.buffer as unknown as SharedArrayBuffer,
+      offsetBytes: this.memoBase,
+      bytesPerRow: 4 * slotsPerRow,
+    };
   }
 
   /** Whether the WebAssembly scanner is in use. */

@@ -940,8 +940,14 @@ const INTERN_SLOTS = 4096;
 const internBytes: (Uint8Array | undefined)[] = new Array(INTERN_SLOTS);
 const internStrings: string[] = new Array(INTERN_SLOTS);
 
+/** UTF-8 of b[p .. p + n); a TextDecoder refuses shared memory (a WebAssembly scanner's), so that is copied. */
+function utf8Of(b: Uint8Array, p: number, n: number): string {
+  const shared = typeof SharedArrayBuffer === "function" && b.buffer instanceof SharedArrayBuffer;
+  return utf8.decode(shared ? b.slice(p, p + n) : b.subarray(p, p + n));
+}
+
 export function decodeUtf8(b: Uint8Array, p: number, n: number): string {
-  if (n > INTERN_MAX_BYTES) return utf8.decode(b.subarray(p, p + n));
+  if (n > INTERN_MAX_BYTES) return utf8Of(b, p, n);
   let h = n;
   let ascii = true;
   for (let i = p; i < p + n; i++) {
@@ -963,7 +969,7 @@ export function decodeUtf8(b: Uint8Array, p: number, n: number): string {
   }
   const str = ascii
     ? String.fromCharCode.apply(null, b.subarray(p, p + n) as unknown as number[])
-    : utf8.decode(b.subarray(p, p + n));
+    : utf8Of(b, p, n);
   internBytes[slot] = b.slice(p, p + n);
   internStrings[slot] = str;
   return str;
