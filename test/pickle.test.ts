@@ -104,6 +104,36 @@ describe("unpickler vs CPython", () => {
     });
   }
 
+  it("reads chunks bigger than its 64 KiB bridge, one buffer refilled for each, as Python does", () => {
+    // read.ts feeds slices of up to 4 MiB into buffers it reuses: the bytes at each boundary are joined in
+    // memory the unpickler reuses too. Strs of every length straddle the boundaries: short ones, ones
+    // longer than a bridge (joined in bigger memory), and ones longer than the chunks (left pending).
+    const code = `${PY_CANON.split("shared = [1, 2, 3]")[0]}
+import random
+r = random.Random(7)
+value = [("s" * r.randrange(0, 90)) if i % 50 else ("L" * r.choice([70_000, 300_000, 1_100_000])) for i in range(4000)]
+value += [{"addr": i * 512, "size": r.randrange(1, 2**40), "f": r.random()} for i in range(20000)]
+data = pickle.dumps(value, protocol=4)
+print(base64.b64encode(data).decode())
+print(json.dumps(canon(value)))
+`;
+    const [b64, json] = python(["-c", code]).trim().split("\n");
+    const bytes = new Uint8Array(Buffer.from(b64, "base64"));
+    const expected = JSON.parse(json);
+    for (const chunk of [65_537, 100_003, 300_007, 1 << 20]) {
+      const u = new Unpickler({ totalBytes: bytes.length });
+      const buffer = new Uint8Array(chunk);
+      for (let i = 0; i < bytes.length; i += chunk) {
+        const n = Math.min(chunk, bytes.length - i);
+        buffer.set(bytes.subarray(i, i + n));
+        u.feed(buffer.subarray(0, n));
+        buffer.fill(0xff); // the caller's buffer is its own again once feed() returns
+      }
+      u.finish();
+      expect(canon(u.result), `chunks of ${chunk}`).toEqual(expected);
+    }
+  });
+
   it("keeps shared references shared (memo) and exact integers beyond 2^53", () => {
     const u = unpickle(pyPickle(4).bytes);
     const root = u.result as PyDict;
