@@ -105,9 +105,9 @@ describe("unpickler vs CPython", () => {
   }
 
   it("reads chunks bigger than its 64 KiB bridge, one buffer refilled for each, as Python does", () => {
-    // read.ts feeds slices of up to 4 MiB into buffers it reuses: the bytes at each boundary are joined in
-    // memory the unpickler reuses too. Strs of every length straddle the boundaries: short ones, ones
-    // longer than a bridge (joined in bigger memory), and ones longer than the chunks (left pending).
+    // read.ts feeds slices of up to 4 MiB from buffers it reuses: the unpickler joins the bytes at each
+    // boundary (a 64 KiB bridge) and keeps nothing of the caller's buffer. Strs of every length straddle
+    // the boundaries: short ones, ones longer than a bridge, and ones longer than the chunks (left pending).
     const code = `${PY_CANON.split("shared = [1, 2, 3]")[0]}
 import random
 r = random.Random(7)
