@@ -396,12 +396,19 @@ export class WasmTraceScanner implements DictScanner {
     this.rowViews = views as RowViews;
   }
 
-  /** Copies buf[at .. at + window) into the module's input. */
+  /**
+   * Copies buf[from .. from + window) into the module's input, `from` being `at` or up to 7 bytes before
+   * it, so that source and destination have the same address mod 8. V8 copies into shared memory (the
+   * shared build's) a byte at a time when they differ, a word at a time when they agree: 264 against
+   * 44 ms per GiB in Node 20 (memory not shared copies fast either way).
+   */
   private window(buf: Uint8Array, at: number, end: number): void {
-    const stop = Math.min(end, at + this.windowBytes);
-    this.u8.set(buf.subarray(at, stop), this.inputBase);
+    const skew = (buf.byteOffset + at - this.inputBase) & 7;
+    const from = skew <= at ? at - skew : at;
+    const stop = Math.min(end, from + this.windowBytes);
+    this.u8.set(buf.subarray(from, stop), this.inputBase);
     this.winBuf = buf;
-    this.winStart = at;
+    this.winStart = from;
     this.winEnd = stop;
   }
 
