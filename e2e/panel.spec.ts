@@ -2,8 +2,8 @@
 // checks, top call sites), per device; a counters sidecar dropped with the snapshot drives the counter
 // checks exactly as `--counters` does; the peak-vs-snapshot gap is flagged beyond 2%.
 
-import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, statSync, writeFileSync } from "node:fs";
 import { expect, type Page, test } from "@playwright/test";
 import { cli, dropFile, ROOT, real, showTab, waitIdle, watchConsole } from "./helpers";
 
@@ -80,6 +80,30 @@ test.describe("side panel", () => {
       await expect(page.getByRole("heading", { name: `Memory at the snapshot — device ${d}` })).toBeVisible();
       await expectPanelEqualsReport(page, report, d, real(file));
     }
+    expect(errors).toEqual([]);
+  });
+
+  test("a file big enough to be attributed on a second thread: the same numbers as the report", async ({
+    page,
+  }) => {
+    // Its trace columns are in shared memory (≥ 1.16 M entries: model/builder.ts), so a helper thread
+    // attributes while the page's worker replays (workers/attribution-helper.ts); the report attributes
+    // and replays one after the other, in Node.
+    test.setTimeout(240_000);
+    const big = `${ROOT}/test-results/e2e-big230.pickle`;
+    if (!existsSync(big) || statSync(big).size < 200e6) {
+      execFileSync("python3", [`${ROOT}/test/gen/generate.py`, "big", "--target-mb", "230", big], {
+        stdio: "pipe",
+      });
+    }
+    const errors = watchConsole(page);
+    const { json: report } = cli(["report", big, "--json"]);
+    await page.goto("./");
+    await page.getByTestId("file-input").setInputFiles(big);
+    await waitIdle(page, ["ready"], 120_000);
+    await showTab(page, "Summary");
+    await expect(page.getByTestId("summary-read")).toHaveAttribute("data-attributed-by", "helper");
+    await expectPanelEqualsReport(page, report, 0, big);
     expect(errors).toEqual([]);
   });
 

@@ -5,11 +5,13 @@
 import { afterEach, describe, expect, it } from "vitest";
 import {
   dropRecycledMemory,
+  preferShared,
   recycledBytes,
   recycleMemory,
   setAside,
   takeFloat64,
   takeInt32,
+  takeSharedRegions,
   takeUint8,
 } from "../src/core/model/recycled-memory";
 
@@ -25,6 +27,28 @@ function dirty(bytes: number): ArrayBuffer {
 afterEach(() => dropRecycledMemory());
 
 describe("recycled memory", () => {
+  it("hands shared memory out first when asked to, and gives shared regions to another thread, never to carve again", () => {
+    const plain = dirty(4 * MiB);
+    const small = new SharedArrayBuffer(3 * MiB);
+    const big = new SharedArrayBuffer(6 * MiB);
+    recycleMemory(plain);
+    recycleMemory(small);
+    recycleMemory(big);
+    // first fit takes from the first region given back: the plain one
+    expect(takeUint8(MiB).buffer).toBe(plain);
+    preferShared();
+    expect(takeUint8(MiB).buffer).toBe(small);
+    // 5 MiB asked: the biggest shared region (6 MiB) is enough; the rest stays
+    const given = takeSharedRegions(5 * MiB);
+    expect(given.map((r) => [r.buffer, r.byteOffset, r.byteLength])).toEqual([[big, 0, 6 * MiB]]);
+    // 2 MiB left of the small one, 3 of the plain one: 6 MiB no longer fits anywhere
+    expect(recycledBytes()).toBe(5 * MiB);
+    expect(takeUint8(2 * MiB).buffer).toBe(small);
+    expect(takeUint8(3 * MiB).buffer).toBe(plain);
+    expect(takeSharedRegions(MiB)).toEqual([]);
+    expect(recycledBytes()).toBe(0);
+  });
+
   it("hands out columns carved from given-back memory, filled as asked", () => {
     const buf = dirty(8 * MiB);
     recycleMemory(buf);

@@ -108,6 +108,8 @@ export interface Summary {
   readMs: number;
   /** Who read the file's slices: a second worker while this one parsed ("parallel"), or this one. */
   readBy: "parallel" | "direct";
+  /** Where the attribution ran: a helper thread while this one replayed (workers/attribution-helper.ts), or here. */
+  attributedBy: "helper" | "here";
   /** Trace entries the WebAssembly scanner parsed (0: WebAssembly unavailable or forbidden here). */
   traceEntriesByWasm: number;
   analyseMs: number;

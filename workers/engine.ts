@@ -1,7 +1,12 @@
 // The worker's state: the open model and everything derived from it (attribution, per-device replay,
 // band ranks). Pure TypeScript with no worker globals, so vitest or Node can drive it directly.
 
-import { type Attribution, attribute, UNKNOWN_REASONS } from "../src/core/attribution/index";
+import {
+  type Attribution,
+  attribute,
+  UNKNOWN_REASONS,
+  withUnknownReasons,
+} from "../src/core/attribution/index";
 import type { PageLocation } from "../src/core/formats/download-errors";
 import { SnapshotReadError } from "../src/core/formats/errors";
 import { type ReadProgress, readSnapshot } from "../src/core/formats/read";
@@ -12,8 +17,9 @@ import {
   idAt,
   type SnapshotModel,
 } from "../src/core/model/types";
+import { MIN_WARM_BYTES } from "../src/core/model/warm-memory";
 import { compositionAt } from "../src/core/replay/peak";
-import { prepareReplay } from "../src/core/replay/prepare";
+import { finishReplay, prepareReplay, type StartedReplay, startReplay } from "../src/core/replay/prepare";
 import { inferredRules, type ReplayInputs, replayOptionsFor, startsEmpty } from "../src/core/replay/report";
 import { liveAllocationsAt, stateAt } from "../src/core/replay/state";
 import { addressOf, blockOf, NEVER, type Replay, requestedOf, stackOf } from "../src/core/replay/types";
@@ -43,6 +49,7 @@ import type {
   TimelineAnswer,
   TimelineQuery,
 } from "./api";
+import { type AttributionHelper, startAttributionHelper, startOptions } from "./attribution-helper";
 import { computeBands, stackRanks } from "./bands";
 import { warmMemory } from "./memory-warmer";
 import { type ParallelSource, parallelBlobSource } from "./parallel-reader";
@@ -82,6 +89,9 @@ const DOWNLOAD_SLICES = { first: 4 << 20, max: 16 << 20, ahead: 2 };
 const FLAG_INFERRED = 1;
 const FLAG_WORKSPACE = 2;
 
+/** Files from this size on have their trace columns in shared memory where threads share it (read.ts). */
+const ATTRIBUTION_HELPER_MIN_BYTES = 4 * MIN_WARM_BYTES;
+
 export class Engine {
   model: SnapshotModel | null = null;
   summary: Summary | null = null;
@@ -89,6 +99,8 @@ export class Engine {
   /** The attribution as the replay reads it (core replayInputs), made once per file. */
   private inputs: ReplayInputs | null = null;
   private devices = new Map<number, DeviceState>();
+  /** Replays started while a helper attributed (attribution-helper.ts), finished on first use. */
+  private started = new Map<number, StartedReplay>();
   private abort: AbortController | null = null;
   private counters: CountersSidecar | null = null;
   private countersFile: string | null = null;
@@ -178,10 +190,16 @@ export class Engine {
     let reader: ParallelSource | null = null;
     // another thread faults in the trace columns' memory while this one parses (memory-warmer.ts)
     const warm = warmMemory();
+    let helper: AttributionHelper | null = null;
     try {
       const opened = await start(abort.signal);
       reader = opened;
       const size = opened.sizeBytes;
+      // Where the trace columns will be in shared memory (read.ts: big files, threads sharing memory), a
+      // thread to attribute them after the read. Started now: a nested worker starts only while this
+      // one's thread is free, as it is between the read's slices, and not in the long passes after it.
+      if (warm.prefaultShared !== undefined && size >= ATTRIBUTION_HELPER_MIN_BYTES)
+        helper = startAttributionHelper();
       const model = await readSnapshot(opened.source, {
         signal: abort.signal,
         // Slices of `sliceBytes` (the first picture, onPreview, comes after the first), `ahead` of them
@@ -216,15 +234,33 @@ export class Engine {
       onProgress?.({ phase: "attributing", bytesDone: size, bytesTotal: size });
       const t1 = performance.now();
       const errors: string[] = [];
+      let attributedBy: Summary["attributedBy"] = "here";
       this.model = model;
       try {
-        this.attribution = attribute(model);
+        const remote = helper?.attribute(model) ?? null;
+        if (remote) {
+          // the replays' sweeps here meanwhile, their categories once the attribution is in
+          this.startReplays(model);
+          // (null: the helper could not, attributed here as without one)
+          const data = await remote.catch(() => null);
+          // (another file opened meanwhile has this engine now: touch nothing)
+          if (abort.signal.aborted) return { ok: false, cancelled: true, message: "Loading was cancelled." };
+          this.attribution = data ? withUnknownReasons(model, data) : attribute(model);
+          if (data) attributedBy = "helper";
+        } else this.attribution = attribute(model);
         this.inputs = replayInputs(this.attribution);
       } catch (e) {
         errors.push(`Attribution failed: ${e instanceof Error ? e.message : String(e)}`);
       }
       const analyseMs = performance.now() - t1;
-      this.summary = summarize(model, readMs, analyseMs, errors, reader.parallel() ? "parallel" : "direct");
+      this.summary = summarize(
+        model,
+        readMs,
+        analyseMs,
+        errors,
+        reader.parallel() ? "parallel" : "direct",
+        attributedBy,
+      );
       return { ok: true, summary: this.summary };
     } catch (e) {
       this.close();
@@ -237,6 +273,7 @@ export class Engine {
       return { ok: false, cancelled: false, message: `${name} could not be read: ${message}` };
     } finally {
       reader?.close();
+      helper?.close();
       warm.release();
       if (this.abort === abort) this.abort = null;
     }
@@ -252,6 +289,7 @@ export class Engine {
     this.attribution = null;
     this.inputs = null;
     this.devices.clear();
+    this.started.clear();
     this.report = null;
     this.counters = null;
     this.countersFile = null;
@@ -282,6 +320,22 @@ export class Engine {
     return this.attribution?.categoryNames ?? ["unknown"];
   }
 
+  /**
+   * Starts the replay of every device with trace entries (startReplay: all but its categories). One that
+   * fails is left to prepareReplay on first use, which fails the same way where its errors are reported.
+   */
+  private startReplays(model: SnapshotModel): void {
+    const opts = startOptions(model);
+    for (let d = 0; d < model.traces.length; d++) {
+      if (model.traces[d].length === 0) continue;
+      try {
+        this.started.set(d, startReplay(model, d, opts));
+      } catch {
+        // (see above)
+      }
+    }
+  }
+
   /** The device's replay, prepared on first use. */
   device(device: number): DeviceState {
     let d = this.devices.get(device);
@@ -289,11 +343,18 @@ export class Engine {
     const model = this.requireModel();
     const attr = this.attribution;
     // The same options as the core's replay (report.ts replayOptionsFor).
-    const replay = prepareReplay(
-      model,
-      device,
-      this.inputs ? replayOptionsFor(this.inputs, device) : { categoryCount: this.categoryNames().length },
-    );
+    const started = this.started.get(device);
+    this.started.delete(device);
+    const replay =
+      started && this.inputs
+        ? finishReplay(started, replayOptionsFor(this.inputs, device))
+        : prepareReplay(
+            model,
+            device,
+            this.inputs
+              ? replayOptionsFor(this.inputs, device)
+              : { categoryCount: this.categoryNames().length },
+          );
     const inferredRule = this.inputs
       ? inferredRules(replay, this.inputs)
       : new Int16Array(replay.allocations.length).fill(-1);

@@ -201,6 +201,20 @@ export function helperWorker(script: string): Worker | null {
   }
 }
 
+/**
+ * Starts a helper worker from a module script of this page's own (this worker's own, under another name:
+ * workers/attribution-helper.ts); null where none can start.
+ */
+export function moduleHelperWorker(url: string, name: string): Worker | null {
+  if (typeof Worker === "undefined") return null;
+  try {
+    ownScriptUrls.add(url);
+    return new Worker((scriptPolicy()?.createScriptURL(url) ?? url) as string, { type: "module", name });
+  } catch {
+    return null;
+  }
+}
+
 interface Reader {
   worker: Worker;
   pending: Map<number, Pending>;

@@ -7,6 +7,7 @@
 
 import * as Comlink from "comlink";
 import type { PeakscopeApi, ProgressInfo, WorkerApi } from "./api";
+import { isAttributionHelper, serveAttribution } from "./attribution-helper";
 import { compareEngines } from "./compare";
 import { Engine } from "./engine";
 import { FirstPicture } from "./first-picture";
@@ -203,5 +204,8 @@ const api: WorkerApi = {
 
 const READER_END_MS = 100;
 
-Comlink.expose(api);
-startReaderNow();
+if (isAttributionHelper()) serveAttribution();
+else {
+  Comlink.expose(api);
+  startReaderNow();
+}

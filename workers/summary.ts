@@ -11,6 +11,7 @@ export function summarize(
   analyseMs: number,
   analysisErrors: string[],
   readBy: Summary["readBy"] = "direct",
+  attributedBy: Summary["attributedBy"] = "here",
 ): Summary {
   const core = coreSummarize(model);
   const seg = model.segments;
@@ -68,6 +69,7 @@ export function summarize(
     allocatorSettings: model.allocatorSettings,
     readMs,
     readBy,
+    attributedBy,
     traceEntriesByWasm: model.source.traceEntriesByWasm ?? 0,
     analyseMs,
     analysisErrors,

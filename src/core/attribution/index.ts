@@ -327,6 +327,27 @@ class SiteTable {
 
 /** Attributes every distinct stack of the model, then every block and trace entry by lookup. */
 export function attribute(model: SnapshotModel): Attribution {
+  return withUnknownReasons(model, attributeData(model));
+}
+
+/** The attribution as data alone, no function in it: what a helper thread hands back (structured clone). */
+export type AttributionData = Omit<Attribution, "unknownReasonOfBlock">;
+
+/** The attribution from its data (attributeData's, here or on another thread) and the model it was made of. */
+export function withUnknownReasons(model: SnapshotModel, data: AttributionData): Attribution {
+  const anyFrames = model.stacks.length > 1;
+  const blockInTrace = data.blockInTrace;
+  const unknownReasonOfBlock = (b: number): UnknownReason => {
+    if (!anyFrames || blockInTrace[b]) return "no-stacks-recorded";
+    // torch 2.0 blocks have no address: rebuilt from their segment's layout, matched to nothing.
+    if (model.legacyHistory && model.blocks.addressComputed[b]) return "reconstructed";
+    return "before-recording";
+  };
+  return { ...data, unknownReasonOfBlock };
+}
+
+/** attribute() without the function: categories, sites and rules of every stack, block and trace entry. */
+export function attributeData(model: SnapshotModel): AttributionData {
   const { bits, marker, wrapper, adamLike } = classifyFrames(model);
   const siteTable = new SiteTable(model);
   const { offsets, frameIds } = model.stacks;
@@ -453,7 +474,6 @@ export function attribute(model: SnapshotModel): Attribution {
   });
 
   const kinds = actionKinds(model);
-  const workspaceSegments = workspaceSegmentsOf(model);
   /** Addresses of live blocks per device: the allocations worth finding in the trace. */
   const blockAddresses = new Map<number, Set<number>>();
   for (let b = 0; b < model.blocks.length; b++) {
@@ -520,14 +540,13 @@ export function attribute(model: SnapshotModel): Attribution {
   const blockSite = new Int32Array(nBlocks);
   const blockRule = new Uint8Array(nBlocks);
   const blockInTrace = new Uint8Array(nBlocks);
-  const blockWorkspace = new Uint8Array(nBlocks);
+  const blockWorkspace = blockWorkspaceOf(model);
   for (let b = 0; b < nBlocks; b++) {
     const s = model.blocks.stack[b];
     blockSite[b] = stackSite[s];
     blockCategory[b] = stackCategory[s];
     blockRule[b] = stackRule[s];
-    if (workspaceSegments.has(model.blocks.segment[b])) {
-      blockWorkspace[b] = 1;
+    if (blockWorkspace[b]) {
       blockCategory[b] = Category.workspace;
       blockRule[b] = RULE_WORKSPACE;
       continue;
@@ -577,14 +596,6 @@ export function attribute(model: SnapshotModel): Attribution {
     );
   }
 
-  const anyFrames = model.stacks.length > 1;
-  const unknownReasonOfBlock = (b: number): UnknownReason => {
-    if (!anyFrames || blockInTrace[b]) return "no-stacks-recorded";
-    // torch 2.0 blocks have no address: rebuilt from their segment's layout, matched to nothing.
-    if (model.legacyHistory && model.blocks.addressComputed[b]) return "reconstructed";
-    return "before-recording";
-  };
-
   return {
     categoryNames: CATEGORY_NAMES,
     rules: RULES.map((r) => ({
@@ -612,7 +623,6 @@ export function attribute(model: SnapshotModel): Attribution {
     traceBeforeSite,
     blockInTrace,
     blockWorkspace,
-    unknownReasonOfBlock,
   };
 }
 
@@ -689,6 +699,15 @@ function nextWithCategory(category: IdColumn, from: number): number {
   const none = NO_STRING - base; // the difference that stands for NO_STRING
   for (let i = from; i < diff.length; i++) if (diff[i] !== none) return i;
   return -1;
+}
+
+/** Per block: 1 when it belongs to a torch_npu workspace segment (Attribution.blockWorkspace). */
+export function blockWorkspaceOf(model: SnapshotModel): Uint8Array {
+  const workspaceSegments = workspaceSegmentsOf(model);
+  const out = new Uint8Array(model.blocks.length);
+  if (workspaceSegments.size === 0) return out;
+  for (let b = 0; b < out.length; b++) if (workspaceSegments.has(model.blocks.segment[b])) out[b] = 1;
+  return out;
 }
 
 /**

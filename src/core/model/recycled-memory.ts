@@ -55,6 +55,44 @@ export function setAside(bytes: number): void {
   regions.unshift({ buffer: got.buffer, at: got.offset, end: got.offset + bytes, onlyFor: bytes });
 }
 
+/**
+ * Puts the shared regions first, so that the next takes come out of shared memory while it lasts: columns
+ * another thread is to read (workers/attribution-helper.ts).
+ */
+export function preferShared(): void {
+  if (typeof SharedArrayBuffer !== "function") return;
+  const shared = regions.filter((r) => r.buffer instanceof SharedArrayBuffer);
+  regions = [...shared, ...regions.filter((r) => !(r.buffer instanceof SharedArrayBuffer))];
+}
+
+/** A piece of shared memory, handed from one thread's pool to another's (takeSharedRegions). */
+export interface SharedRegion {
+  buffer: SharedArrayBuffer;
+  byteOffset: number;
+  byteLength: number;
+}
+
+/**
+ * Takes shared regions out of the pool, biggest first, until they hold `bytes` (or there are no more),
+ * for another thread to recycle (workers/attribution-helper.ts): its memory, already faulted in, is then
+ * that thread's, and this thread's takes never carve it again.
+ */
+export function takeSharedRegions(bytes: number): SharedRegion[] {
+  const out: SharedRegion[] = [];
+  if (typeof SharedArrayBuffer !== "function") return out;
+  let got = 0;
+  const shared = regions
+    .filter((r) => r.buffer instanceof SharedArrayBuffer && r.onlyFor === undefined)
+    .sort((p, q) => q.end - q.at - (p.end - p.at));
+  for (const r of shared) {
+    if (got >= bytes) break;
+    out.push({ buffer: r.buffer as SharedArrayBuffer, byteOffset: r.at, byteLength: r.end - r.at });
+    got += r.end - r.at;
+    regions.splice(regions.indexOf(r), 1);
+  }
+  return out;
+}
+
 /** Lets go of what was not taken (the end of a load). */
 export function dropRecycledMemory(): void {
   regions = [];

@@ -244,6 +244,23 @@ export function tracePairing(model: SnapshotModel, trace: TraceTable): Paired {
   return k.paired;
 }
 
+/**
+ * Keeps `paired` as pass 1 of `trace` (tracePairing's answer): another thread's pairing, whose columns the
+ * attribution reads there (workers/attribution-helper.ts). Its anomalies are the replay's, not counted here.
+ */
+export function keepPairing(trace: TraceTable, paired: Paired): void {
+  kept.set(trace, {
+    paired,
+    anomalies: {
+      entriesWithoutAddress: 0,
+      allocOverLive: 0,
+      freesOfAllocationsBeforeTrace: 0,
+      repeatedFreeRequested: 0,
+      completedWithoutRequest: 0,
+    },
+  });
+}
+
 /** Pass 1 of `trace` for its replay: the kept one (handed over once), else paired now; counts anomalies. */
 export function takePairing(model: SnapshotModel, trace: TraceTable, anomalies: ReplayAnomalies): Paired {
   const k = kept.get(trace) ?? pairTrace(model, trace);

@@ -378,33 +378,20 @@ function prescan(model: SnapshotModel, c: Columns): Scan {
 }
 
 /**
- * Category, site, stack, stream and round_size of the allocations pass 1 created, from the entry that
- * created each. Returns whether free entries carry the allocation's stack.
+ * Stream and round_size of the allocations pass 1 created (`count` of them), from the entry that created
+ * each. Returns whether free entries carry the allocation's stack.
  */
 function assignFromEntries(
   A: AllocationTable,
+  count: number,
   c: Columns,
-  opts: PrepareOptions,
-  C: number,
-  unknownCategory: number,
   rounding: RoundingSettings,
 ): boolean {
-  const count = A.length;
   const stackCol = c.stack;
   const streamCol = c.stream;
   const freeReq = A.freeRequestedEvent;
-  const freeComp = A.freeCompletedEvent;
   const allocEvent = A.allocEvent;
   const origin = A.origin;
-  // The entry that created each allocation: its alloc, or (made before the trace) its first free.
-  const entryOf = (k: number) =>
-    origin[k] === Origin.trace
-      ? allocEvent[k]
-      : origin[k] === Origin.beforeTraceFreed
-        ? freeReq[k]
-        : freeComp[k];
-  const traceCategory = opts.traceCategory;
-  const traceSite = opts.traceSite;
   // Do free entries carry the allocation's stack (`_record_memory_history(context="alloc")`) or
   // their own (context="all", the default)? Compare on allocations whose alloc is in the trace; the
   // first 4096 informative pairs decide (it is one recording setting for the whole trace).
@@ -419,17 +406,60 @@ function assignFromEntries(
     if (sa === sf) sameStack++;
     else otherStack++;
   }
-  const freesCarryAllocationStack = sameStack > 0 && otherStack === 0;
+  // (the column is new, so 0: the default stream, most files' only one, is left unwritten and its
+  // pages untouched; where the trace has no other, its column is not even read)
+  if (streamCol !== null) {
+    const stream = A.stream;
+    for (let k = 0; k < count; k++) {
+      const e = entryOf(A, k);
+      if (streamCol[e] !== 0) stream[k] = streamCol[e];
+    }
+  }
+  const sizes = A.sizeBytes;
+  const extra = rounding.extraBytes;
+  if (rounding.power2Divisions.length === 0 && !rounding.exact) {
+    const ownReq = A.ownRequestedBytes;
+    const entryReq = A.entries.sizeBytes;
+    for (let k = 0; k < count; k++) {
+      const r = (origin[k] === Origin.trace ? entryReq[allocEvent[k]] : ownReq[k]) + extra;
+      sizes[k] = r < MIN_BLOCK_BYTES ? MIN_BLOCK_BYTES : Math.ceil(r / MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES;
+    }
+  } else for (let k = 0; k < count; k++) sizes[k] = roundRequest(requestedOf(A, k), rounding);
+  return sameStack > 0 && otherStack === 0;
+}
+
+/** The entry that created allocation k (one pass 1 created): its alloc, or (made before the trace) its first free. */
+function entryOf(A: AllocationTable, k: number): number {
+  const o = A.origin[k];
+  return o === Origin.trace
+    ? A.allocEvent[k]
+    : o === Origin.beforeTraceFreed
+      ? A.freeRequestedEvent[k]
+      : A.freeCompletedEvent[k];
+}
+
+/**
+ * Category, site and (made before the trace) stack of the allocations pass 1 created (`count` of them),
+ * from the attribution of the entry that created each.
+ */
+function assignCategories(
+  A: AllocationTable,
+  count: number,
+  c: Columns,
+  opts: PrepareOptions,
+  C: number,
+  unknownCategory: number,
+  freesCarryAllocationStack: boolean,
+): void {
+  const stackCol = c.stack;
+  const origin = A.origin;
+  const traceCategory = opts.traceCategory;
+  const traceSite = opts.traceSite;
   const category = A.category;
   const site = A.site;
   const stack = A.ownStack;
-  const stream = A.stream;
-  // (blockPlus1 0 is no block, sizeSource 0 is SizeSource.rounded: what a new column holds)
   for (let k = 0; k < count; k++) {
-    const e = entryOf(k);
-    // (the column is new, so 0: the default stream, most files' only one, is left unwritten and its
-    // pages untouched; where the trace has no other, its column is not even read)
-    if (streamCol !== null && streamCol[e] !== 0) stream[k] = streamCol[e];
+    const e = entryOf(A, k);
     if (origin[k] !== Origin.trace) {
       // (traceBeforeCategory holds category + 1, 0 when nothing was inferred; traceBeforeSite site + 1)
       const inferred = opts.traceBeforeCategory ? opts.traceBeforeCategory[e] - 1 : -1;
@@ -455,17 +485,33 @@ function assignFromEntries(
     // (an allocation made in the trace reads its stack from its alloc entry: see AllocationTable)
     if (origin[k] !== Origin.trace) stack[k] = stackCol[e];
   }
-  const sizes = A.sizeBytes;
-  const extra = rounding.extraBytes;
-  if (rounding.power2Divisions.length === 0 && !rounding.exact) {
-    const ownReq = A.ownRequestedBytes;
-    const entryReq = A.entries.sizeBytes;
-    for (let k = 0; k < count; k++) {
-      const r = (origin[k] === Origin.trace ? entryReq[allocEvent[k]] : ownReq[k]) + extra;
-      sizes[k] = r < MIN_BLOCK_BYTES ? MIN_BLOCK_BYTES : Math.ceil(r / MIN_BLOCK_BYTES) * MIN_BLOCK_BYTES;
+}
+
+/**
+ * Category and site of the allocations matched to a block of the snapshot (`matched`, matchEndState's)
+ * and of those it added (from `added` on): the block's where the trace gave none.
+ */
+function assignBlockCategories(
+  A: AllocationTable,
+  matched: Int32Array,
+  added: number,
+  opts: PrepareOptions,
+  unknownCategory: number,
+): void {
+  const { blockCategory, blockSite } = opts;
+  for (let k = added; k < A.length; k++) {
+    const b = A.blockPlus1[k] - 1;
+    A.category[k] = blockCategory ? Math.min(blockCategory[b], unknownCategory) : unknownCategory;
+    A.site[k] = blockSite ? blockSite[b] : -1;
+  }
+  for (let q = 0; q < matched.length; q++) {
+    const k = matched[q];
+    const b = A.blockPlus1[k] - 1;
+    if (A.category[k] === unknownCategory && blockCategory && !opts.traceCategory) {
+      A.category[k] = Math.min(blockCategory[b], unknownCategory);
     }
-  } else for (let k = 0; k < count; k++) sizes[k] = roundRequest(requestedOf(A, k), rounding);
-  return freesCarryAllocationStack;
+    if (A.site[k] < 0 && blockSite) A.site[k] = blockSite[b];
+  }
 }
 
 function newEndState(finalBlocks: number): EndStateComparison {
@@ -496,21 +542,21 @@ function newEndState(finalBlocks: number): EndStateComparison {
 /**
  * Matches the allocations open at the end with the snapshot's active blocks (sizes from the blocks),
  * and adds an allocation for every active block the trace never touches (alive since before it).
- * `A` has room for them.
+ * `A` has room for them. Returns the allocations matched (their categories come later:
+ * assignBlockCategories).
  */
 function matchEndState(
   model: SnapshotModel,
   device: number,
   A: AllocationTable,
   map: AddressMap,
-  opts: PrepareOptions,
-  unknownCategory: number,
+  workspace: Uint8Array | undefined,
   rounding: RoundingSettings,
   end: EndStateComparison,
-): void {
+): Int32Array {
   const segs = model.segments;
   const blocks = model.blocks;
-  const workspace = opts.blockWorkspace;
+  const matched: number[] = [];
   for (let s = 0; s < segs.length; s++) {
     if (segs.device[s] !== device) continue;
     end.snapshotAllocatedBytes += segs.allocatedSizeBytes[s];
@@ -541,10 +587,6 @@ function matchEndState(
         A.sizeBytes[k] = size;
         A.sizeSource[k] = SizeSource.block;
         A.blockPlus1[k] = b + 1;
-        A.category[k] = opts.blockCategory
-          ? Math.min(opts.blockCategory[b], unknownCategory)
-          : unknownCategory;
-        A.site[k] = opts.blockSite ? opts.blockSite[b] : -1;
         A.ownStack[k] = blocks.stack[b];
         A.stream[k] = segs.stream[s];
         end.beforeTrace++;
@@ -561,10 +603,7 @@ function matchEndState(
       A.sizeSource[k] = SizeSource.block;
       if (A.origin[k] === Origin.trace) end.matchedFromTrace++;
       else end.beforeTrace++;
-      if (A.category[k] === unknownCategory && opts.blockCategory && !opts.traceCategory) {
-        A.category[k] = Math.min(opts.blockCategory[b], unknownCategory);
-      }
-      if (A.site[k] < 0 && opts.blockSite) A.site[k] = opts.blockSite[b];
+      matched.push(k);
       const pendingInReplay = A.freeRequestedEvent[k] !== NEVER;
       if (pendingInReplay !== pendingInSnapshot) {
         end.stateDiffers++;
@@ -586,6 +625,7 @@ function matchEndState(
       end.aliveOnlyInReplayBytes += A.sizeBytes[k];
     }
   }
+  return Int32Array.from(matched);
 }
 
 interface StartState {
@@ -602,7 +642,6 @@ function startState(
   extents: ReservedExtents,
   rounding: RoundingSettings,
   anomalies: ReplayAnomalies,
-  C: number,
 ): StartState {
   const liveList: number[] = [];
   const large = new LargeBlocks(extents.bounds, A.length);
@@ -644,7 +683,6 @@ function startState(
       } else anomalies.roundedOnlyBlocks++;
     }
   }
-  const byCategory = new Float64Array(C);
   let alloc = 0;
   let act = 0;
   let req = 0;
@@ -655,7 +693,6 @@ function startState(
     if (A.freeRequestedEvent[k] !== BEFORE_TRACE) {
       alloc += size;
       req += requestedOf(A, k);
-      byCategory[A.category[k]] += size;
     }
   }
   return {
@@ -667,7 +704,8 @@ function startState(
       activeBytes: act,
       reservedBytes: extents.initialReservedBytes,
       requestedBytes: req,
-      byCategory,
+      // (by category once the categories are known: finishReplay)
+      byCategory: new Float64Array(0),
     },
   };
 }
@@ -898,6 +936,37 @@ function eventMarkers(
 }
 
 export function prepareReplay(model: SnapshotModel, device: number, opts: PrepareOptions): Replay {
+  return finishReplay(startReplay(model, device, opts), opts);
+}
+
+/** The options a replay needs before its categories (startReplay): none of them the attribution's judgement. */
+export type StartOptions = Pick<
+  PrepareOptions,
+  "blockWorkspace" | "categoryCount" | "unknownCategory" | "checkpointEvery"
+>;
+
+/**
+ * A replay swept through, its allocations not yet given categories, sites and (made before the trace)
+ * stacks: finishReplay gives them from the attribution. Everything else (the pairing, the sizes, the
+ * sweep, the peak, the end-state check) needs none of it, so it can run while the attribution does.
+ */
+export interface StartedReplay {
+  readonly fields: ReplayFields;
+  readonly cols: Columns;
+  readonly A: AllocationTable;
+  /** The allocations pass 1 created (rows 0 … pairedCount − 1); matchEndState added the rest. */
+  readonly pairedCount: number;
+  /** The allocations matchEndState matched to a block of the snapshot. */
+  readonly matched: Int32Array;
+  /** Allocations allocated (not pending free) before the first event, and their sizes then. */
+  readonly allocatedAtStart: Int32Array;
+  readonly allocatedAtStartBytes: Float64Array;
+  readonly checkpointEvery: number;
+  readonly eventKind: Uint8Array;
+}
+
+/** The replay up to its categories (see StartedReplay). `opts.blockWorkspace`: attribution's blockWorkspaceOf(model). */
+export function startReplay(model: SnapshotModel, device: number, opts: StartOptions): StartedReplay {
   const trace = model.traces[device] ?? null;
   const cols = columnsOf(trace);
   const n = cols.n;
@@ -926,7 +995,7 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
 
   // Pass 1: pair allocs and frees by (address, ordinal). Allocations: one per alloc entry, per free of
   // an allocation made before the trace, and (added next) per active block the trace never touches.
-  // (paired already when the attribution read its lifetimes off it: pairing.ts)
+  // (paired already when the attribution read its lifetimes off it on this thread: pairing.ts)
   const paired = trace
     ? takePairing(model, trace, anomalies)
     : pairEntries(
@@ -943,18 +1012,19 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
     paired.table.ownAddress.length >= paired.count + finalBlocks
       ? paired.table
       : growAllocationTable(paired.table, paired.count + finalBlocks);
-  const freesCarryAllocationStack = assignFromEntries(A, cols, opts, C, unknownCategory, rounding);
+  const pairedCount = A.length;
+  const freesCarryAllocationStack = assignFromEntries(A, pairedCount, cols, rounding);
 
   const end = newEndState(finalBlocks);
-  matchEndState(model, device, A, paired.map, opts, unknownCategory, rounding, end);
+  const matched = matchEndState(model, device, A, paired.map, opts.blockWorkspace, rounding, end);
 
   const extents = buildExtents(model, device, trace ?? undefined, scan.segmentEvents);
   anomalies.redundantSegmentEvents = extents.redundantEvents;
 
-  const start = startState(A, extents, rounding, anomalies, C);
+  const start = startState(A, extents, rounding, anomalies);
+  const allocatedAtStart = start.live.filter((k) => A.freeRequestedEvent[k] !== BEFORE_TRACE);
+  const allocatedAtStartBytes = Float64Array.from(allocatedAtStart, (k) => A.sizeBytes[k]);
   const swept = sweep(cols, paired, A, extents, start, rounding, anomalies, scan.markerEvents);
-  const makeCheckpoints = () =>
-    buildCheckpoints(A, n, opts.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY, 4 * n + (1 << 20));
   if (trace) eventMarkers(model, trace, scan.markerEvents, markers, swept.activeAtMarkers, x, hasTime);
   markers.annotations = annotationSpans(model, device, x, hasTime);
 
@@ -967,8 +1037,8 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
   const check = traceReplayCheckFor(device, scan.replayedEvents, end, anomalies);
   dropRecycledMemory(); // the load's big columns are made: what is left of the recycled memory goes
 
-  return new PreparedReplay(
-    {
+  return {
+    fields: {
       device,
       trace,
       length: n,
@@ -994,8 +1064,37 @@ export function prepareReplay(model: SnapshotModel, device: number, opts: Prepar
       check,
       rounding,
     },
+    cols,
+    A,
+    pairedCount,
+    matched,
+    allocatedAtStart,
+    allocatedAtStartBytes,
+    checkpointEvery: opts.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY,
+    eventKind: paired.eventKind,
+  };
+}
+
+/**
+ * The replay, its allocations given their categories, sites and stacks from the attribution (`opts`:
+ * the same category count as startReplay's). Call once per StartedReplay: it writes on its table.
+ */
+export function finishReplay(started: StartedReplay, opts: PrepareOptions): Replay {
+  const { fields, cols, A, allocatedAtStart, allocatedAtStartBytes } = started;
+  const C = fields.categoryCount;
+  const unknownCategory = fields.unknownCategory;
+  assignCategories(A, started.pairedCount, cols, opts, C, unknownCategory, fields.freesCarryAllocationStack);
+  assignBlockCategories(A, started.matched, started.pairedCount, opts, unknownCategory);
+  const byCategory = new Float64Array(C);
+  for (let j = 0; j < allocatedAtStart.length; j++) {
+    byCategory[A.category[allocatedAtStart[j]]] += allocatedAtStartBytes[j];
+  }
+  const n = fields.length;
+  const makeCheckpoints = () => buildCheckpoints(A, n, started.checkpointEvery, 4 * n + (1 << 20));
+  return new PreparedReplay(
+    { ...fields, initial: { ...fields.initial, byCategory } },
     makeCheckpoints,
-    paired.eventKind,
+    started.eventKind,
   );
 }
 

@@ -64,12 +64,15 @@ export function SummaryPanel() {
           <dd
             data-testid="summary-read"
             data-read-by={s.readBy}
+            data-attributed-by={s.attributedBy}
             data-wasm-entries={s.traceEntriesByWasm}
             title={`${
               s.readBy === "parallel"
                 ? "The file's slices were read by a second worker while this one parsed"
                 : "The file was read and parsed by one worker"
-            }; ${formatCount(s.traceEntriesByWasm)} of ${formatCount(s.traceEntries)} trace entries parsed by WebAssembly`}
+            }; ${formatCount(s.traceEntriesByWasm)} of ${formatCount(s.traceEntries)} trace entries parsed by WebAssembly${
+              s.attributedBy === "helper" ? "; attributed on a second thread while this one replayed" : ""
+            }`}
           >
             {(s.readMs / 1000).toFixed(2)} s
             {s.readMs > 0 ? ` (${mbPerS(s.byteLength / 1e3 / s.readMs)} MB/s)` : ""}
