@@ -69,7 +69,7 @@ interface HelperRequest {
   memory: SharedRegion[];
 }
 
-type HelperReply = { ok: true; data: AttributionData } | { ok: false; message: string };
+type HelperReply = { up: true } | { ok: true; data: AttributionData } | { ok: false; message: string };
 
 /**
  * Recycled memory the helper is given, per trace entry: about what the attribution's own columns take
@@ -241,6 +241,7 @@ export function serveAttribution(): void {
     // (columns taken from the shared memory given are shared back, not transferred)
     scope.postMessage({ ok: true, data }, transferablesOf(data));
   };
+  scope.postMessage({ up: true });
 }
 
 /** A helper started for one load. */
@@ -257,6 +258,11 @@ export function startAttributionHelper(): AttributionHelper | null {
   if (!worker) return null;
   let failed: string | null = null;
   let reject: ((e: Error) => void) | null = null;
+  // Used only once it has said it is up: one that never starts must not leave the load waiting for it.
+  let up = false;
+  worker.onmessage = (e: MessageEvent<HelperReply>) => {
+    if ("up" in e.data) up = true;
+  };
   worker.onerror = (e) => {
     e.preventDefault();
     failed = e.message || "the attribution helper failed";
@@ -264,7 +270,7 @@ export function startAttributionHelper(): AttributionHelper | null {
   };
   return {
     attribute(model) {
-      if (failed !== null) return null;
+      if (failed !== null || !up) return null;
       const req = helperRequest(model);
       if (!req) return null;
       const entries = req.traces.reduce((n, t) => n + t.length, 0);
@@ -272,6 +278,7 @@ export function startAttributionHelper(): AttributionHelper | null {
       return new Promise<AttributionData>((resolve, rej) => {
         reject = rej;
         worker.onmessage = (e: MessageEvent<HelperReply>) => {
+          if ("up" in e.data) return;
           if (e.data.ok) resolve(e.data.data);
           else rej(new Error(e.data.message));
         };
