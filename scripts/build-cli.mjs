@@ -3,6 +3,7 @@
 // lib/, so an installed peakscope runs on Node alone (no tsx, no TypeScript, no dependencies at run time).
 //   lib/peakscope.mjs      the entry (src/cli/bin.ts), imported by bin/peakscope.mjs
 //   lib/ranks-worker.mjs   the worker thread of `ranks` (src/cli/ranks-thread.ts)
+//   lib/attribution-worker.mjs  the attribution helper thread of `report` (src/cli/attribution-thread.ts)
 //   lib/chunk-*.mjs        code split out of the commands, loaded when a command runs (fast `--help`)
 // Bundling starts from the CLI's entry, so every command main.ts imports is included as it is added.
 // The version is baked in from package.json (`peakscope --version`, `report --json`'s `tool`).
@@ -18,9 +19,14 @@ const { version } = JSON.parse(readFileSync(resolve(root, "package.json"), "utf8
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   absWorkingDir: root,
-  entryPoints: { peakscope: "src/cli/bin.ts", "ranks-worker": "src/cli/ranks-thread.ts" },
+  entryPoints: {
+    peakscope: "src/cli/bin.ts",
+    "ranks-worker": "src/cli/ranks-thread.ts",
+    "attribution-worker": "src/cli/attribution-thread.ts",
+  },
   outdir,
-  // Flat: ranks.ts finds its worker as new URL("./ranks-worker.mjs", import.meta.url) from any chunk.
+  // Flat: ranks.ts and attribution-helper.ts find their workers as new URL("./…-worker.mjs",
+  // import.meta.url) from any chunk.
   entryNames: "[name]",
   chunkNames: "chunk-[hash]",
   outExtension: { ".js": ".mjs" },

@@ -9,7 +9,17 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { startNodeAttributionHelper } from "../src/cli/attribution-helper";
 import { readSnapshotFile } from "../src/cli/read-file";
+import { type ReportDeps, reportCommand } from "../src/cli/report";
+import {
+  type AttributionHelper,
+  helperClient,
+  helperRequest,
+  modelOf,
+  startOptions,
+  transferablesOf,
+} from "../src/core/attribution/handoff";
 import {
   type AttributionData,
   attribute,
@@ -20,7 +30,7 @@ import type { SnapshotModel } from "../src/core/model/types";
 import { finishReplay, prepareReplay, startReplay } from "../src/core/replay/prepare";
 import { replayOptionsFor } from "../src/core/replay/report";
 import { Origin, type Replay } from "../src/core/replay/types";
-import { helperRequest, modelOf, startOptions, transferablesOf } from "../workers/attribution-helper";
+import { attributedReplays } from "../src/core/report/index";
 import { replayInputs } from "../workers/report-adapter";
 import { growReal, HAVE_REAL, python, REAL_DIR } from "./helpers/python";
 
@@ -184,3 +194,84 @@ describe.skipIf(!HAVE_REAL)("the attribution on a helper thread", () => {
     if (model.traces.some((t) => t.length > 0)) expect(helperRequest(model)).toBeNull();
   });
 });
+
+/** `report --json`'s output without `tool`, and its exit code. */
+async function reportJson(file: string, deps: ReportDeps) {
+  let out = "";
+  const code = await reportCommand([file, "--json"], { stdout: (s) => (out += s), stderr: () => {} }, deps);
+  const { tool: _, ...rest } = JSON.parse(out);
+  return { code, json: rest };
+}
+
+describe.skipIf(!HAVE_REAL)(
+  "the CLI's attribution on a worker thread (src/cli/attribution-helper.ts)",
+  () => {
+    it("report --json gives the same JSON with the attribution made on a real worker thread", async () => {
+      const out = join(tmp, "grown-cli.pickle");
+      growReal(TRAINING, 6, out);
+      const alone = await reportJson(out, { readSnapshot: readSnapshotFile });
+      const thread = startNodeAttributionHelper();
+      expect(thread).not.toBeNull();
+      if (!thread) return;
+      await thread.up;
+      const outcomes: string[] = [];
+      const spy: AttributionHelper = {
+        attribute(model) {
+          const p = thread.attribute(model);
+          outcomes.push(p ? "sent" : "refused");
+          p?.then(
+            () => outcomes.push("answered"),
+            (e) => outcomes.push(`failed: ${e}`),
+          );
+          return p;
+        },
+        close: () => thread.close(),
+      };
+      const helped = await reportJson(out, {
+        // (the trace columns in shared memory, as a read of a file of ≥ 128 MB has them)
+        readSnapshot: async (p) => withSharedColumns(await readSnapshotFile(p)),
+        attributionHelper: () => spy,
+      });
+      expect(outcomes).toEqual(["sent", "answered"]);
+      expect(helped.code).toBe(alone.code);
+      expect(helped.json).toEqual(alone.json);
+      // Python's count of the trace's entries; the categories at the peak add up to its total
+      const entries = Number(
+        python([
+          "-c",
+          "import pickle,sys; d=pickle.load(open(sys.argv[1],'rb')); print(sum(len(t) for t in d['device_traces']))",
+          out,
+        ]),
+      );
+      expect(helped.json.timeline.events).toBe(entries);
+      const peak = helped.json.peak as { allocatedBytes: number; categories: Record<string, number> };
+      expect(Object.values(peak.categories).reduce((a, b) => a + b, 0)).toBe(peak.allocatedBytes);
+    });
+
+    it("a helper that fails while it attributes: the report is made on one thread, the same", async () => {
+      const out = join(tmp, "grown-fail.pickle");
+      growReal(TRAINING, 3, out);
+      const model = withSharedColumns(await readSnapshotFile(out));
+      let sent = 0;
+      const client = helperClient(
+        () => {
+          sent++;
+          // the thread dies with the request in flight
+          queueMicrotask(() => client.failed("the helper ran out of memory"));
+        },
+        () => {},
+      );
+      expect(client.attribute(model)).toBeNull(); // not up yet: not used
+      client.received({ up: true });
+      const got = await attributedReplays(model, client);
+      expect(sent).toBe(1);
+      expect(got.attributedBy).toBe("here");
+      const one = await serial(out);
+      const { unknownReasonOfBlock: _1, ...d1 } = one.a;
+      const { unknownReasonOfBlock: _2, ...d2 } = got.attribution;
+      expect(d2).toEqual(d1);
+      for (const [d, r] of one.replays) expect(facts(got.replays.get(d) as Replay)).toEqual(facts(r));
+      expect(client.attribute(model)).toBeNull(); // failed: not used again
+    });
+  },
+);

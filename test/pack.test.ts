@@ -76,6 +76,7 @@ describe("the tarball", () => {
     expect(files).toContain("package/bin/peakscope.mjs");
     expect(files).toContain("package/lib/peakscope.mjs");
     expect(files).toContain("package/lib/ranks-worker.mjs");
+    expect(files).toContain("package/lib/attribution-worker.mjs");
     expect(files).toContain("package/dist/index.html");
     expect(files).toContain("package/python/peakscope_hook.py");
     expect(files.filter((f) => f.startsWith("package/src/") || f.startsWith("package/test/"))).toEqual([]);

@@ -1,33 +1,14 @@
-// The attribution on a second thread. After a big read, this worker used to attribute the model and
-// then replay it, one after the other (≈ 0.6 and 0.5 s at 1 GB), while the machine's other core idled.
-// Both read the replay's pass 1 (replay/pairing.ts), and the replay's sizes, sweep and peak need nothing
-// else of the attribution (replay/prepare.ts startReplay): so this worker pairs each trace once, hands
-// the helper the model and the pairing (their big columns in memory both threads share: not copied),
-// replays while the helper attributes, and gives the replays their categories once the attribution is
-// in (finishReplay). The helper is this worker's own script started again under another name (its entry
-// then serves attributions and nothing else), started as the read begins so that it is up by its end.
-// Where the trace columns are not in shared memory (a file under ≈ 160 MB, a page that is not
-// cross-origin isolated) copying them would cost this thread more than the helper saves: the attribution
-// stays here, as it does for the few files whose traces have torch_npu workspace entries or profiler
-// categories, and wherever the helper cannot start or fails.
+// The attribution helper in the page: the worker's own script started again under another name (its
+// entry then serves attributions and nothing else), started as the read begins so that it is up by its
+// end. What it is given and how the answer is used: src/core/attribution/handoff.ts.
 
 import {
-  type AttributionData,
-  attributeData,
-  blockWorkspaceOf,
-  CATEGORY_NAMES,
-} from "../src/core/attribution/index";
-import {
-  dropRecycledMemory,
-  preferShared,
-  recycleMemory,
-  type SharedRegion,
-  takeSharedRegions,
-} from "../src/core/model/recycled-memory";
-import { NO_STRING, type SnapshotModel, type TraceTable } from "../src/core/model/types";
-import { AddressMap } from "../src/core/replay/addr-map";
-import { keepPairing, newAllocationTable, type Paired, tracePairing } from "../src/core/replay/pairing";
-import type { StartOptions } from "../src/core/replay/prepare";
+  answerRequest,
+  type HelperClient,
+  type HelperReply,
+  type HelperRequest,
+  helperClient,
+} from "../src/core/attribution/handoff";
 import { moduleHelperWorker } from "./parallel-reader";
 
 /** The helper's worker name: its entry (peakscope.worker.ts) serves attributions under it. */
@@ -38,189 +19,6 @@ export function isAttributionHelper(): boolean {
   return (globalThis as { name?: string }).name === ATTRIBUTION_HELPER_NAME;
 }
 
-/** The trace columns the attribution reads per entry (it and replay/pairing.ts), besides isWorkspace. */
-const READ_COLUMNS = ["action", "addr", "sizeBytes", "stack"] as const;
-
-/** A trace as the helper gets it: the columns the attribution reads, shared. */
-interface HelperTrace extends Pick<TraceTable, "device" | "length" | (typeof READ_COLUMNS)[number]> {}
-
-/**
- * A trace's pass 1 (replay/pairing.ts) as the attribution reads it (trace-rules.ts lifetimesOf): which
- * allocation each entry opens or closes, each allocation's origin and events, shared; and the map's
- * entries at the snapshot's block addresses (the last alloc at each), the only addresses it looks up.
- */
-interface HelperPairing {
-  count: number;
-  eventAllocation: Int32Array;
-  origin: Uint8Array;
-  allocEvent: Int32Array;
-  freeRequestedEvent: Int32Array;
-  freeCompletedEvent: Int32Array;
-  mapKeys: Float64Array;
-  mapValues: Int32Array;
-  mapSecond: Int32Array;
-}
-
-interface HelperRequest {
-  model: Omit<SnapshotModel, "traces">;
-  traces: HelperTrace[];
-  pairings: (HelperPairing | null)[];
-  /** Memory of this thread's pool, faulted in already, for the helper's columns (recycled-memory.ts). */
-  memory: SharedRegion[];
-}
-
-type HelperReply = { up: true } | { ok: true; data: AttributionData } | { ok: false; message: string };
-
-/**
- * Recycled memory the helper is given, per trace entry: about what the attribution's own columns take
- * (its per-entry category, site and rule, the trace rules' scratch). Fresh, its page faults cost the
- * helper a third of its time at 1 GB (Node: 130 against 20 MB of faults, 0.79 against 0.52 s). More (24)
- * left this worker's own pass to fault more, and the load took longer (docs/speed.md).
- */
-const HELPER_MEMORY_BYTES_PER_ENTRY = 12;
-
-/** Whether the trace columns the helper reads are in shared memory, and it has nothing only a few files have. */
-function helperCanRead(model: SnapshotModel): boolean {
-  if (typeof SharedArrayBuffer !== "function") return false;
-  for (const t of model.traces) {
-    if (t.length === 0) continue;
-    for (const name of READ_COLUMNS) if (!(t[name].buffer instanceof SharedArrayBuffer)) return false;
-    // (torch_npu workspace entries, profiler categories: attributed here)
-    if (t.category.varies || t.category.base !== NO_STRING) return false;
-    if (t.isWorkspace.indexOf(1) >= 0) return false;
-  }
-  return true;
-}
-
-/** `xs` if in shared memory, else a copy in shared memory. */
-function shared<T extends Uint8Array | Int32Array | Float64Array>(
-  xs: T,
-  make: (b: SharedArrayBuffer) => T,
-): T {
-  if (xs.buffer instanceof SharedArrayBuffer) return xs;
-  const copy = make(new SharedArrayBuffer(xs.byteLength));
-  copy.set(xs as never);
-  return copy;
-}
-
-/** Pass 1 of `t` (paired here, kept for its replay) as the helper reads it. */
-function helperPairing(model: SnapshotModel, t: TraceTable): HelperPairing {
-  const p = tracePairing(model, t);
-  const n = p.count;
-  const { table, map } = p;
-  const keys: number[] = [];
-  const values: number[] = [];
-  const second: number[] = [];
-  for (let b = 0; b < model.blocks.length; b++) {
-    const addr = model.blocks.address[b];
-    const slot = map.find(addr);
-    if (slot < 0) continue;
-    keys.push(addr);
-    values.push(map.values[slot]);
-    second.push(map.second ? map.second[slot] : -1);
-  }
-  return {
-    count: n,
-    eventAllocation: shared(p.eventAllocation, (b) => new Int32Array(b)),
-    origin: shared(table.origin.subarray(0, n), (b) => new Uint8Array(b)),
-    allocEvent: shared(table.allocEvent.subarray(0, n), (b) => new Int32Array(b)),
-    freeRequestedEvent: shared(table.freeRequestedEvent.subarray(0, n), (b) => new Int32Array(b)),
-    freeCompletedEvent: shared(table.freeCompletedEvent.subarray(0, n), (b) => new Int32Array(b)),
-    mapKeys: Float64Array.from(keys),
-    mapValues: Int32Array.from(values),
-    mapSecond: Int32Array.from(second),
-  };
-}
-
-/**
- * The model as the helper gets it, or null where a column it reads is not in shared memory (see
- * helperCanRead). Pairs every trace here first (pass 1, kept for the replays): the attribution reads its
- * lifetimes off it, so it is done once, in shared memory where the recycled memory has it. The rest of the
- * model (strings, frames, stacks, segments, blocks: a few MB) is copied.
- */
-export function helperRequest(model: SnapshotModel): HelperRequest | null {
-  if (!helperCanRead(model)) return null;
-  preferShared();
-  const traces: HelperTrace[] = [];
-  const pairings: (HelperPairing | null)[] = [];
-  for (const t of model.traces) {
-    traces.push({
-      device: t.device,
-      length: t.length,
-      action: t.action,
-      addr: t.addr,
-      sizeBytes: t.sizeBytes,
-      stack: t.stack,
-    });
-    pairings.push(t.length > 0 ? helperPairing(model, t) : null);
-  }
-  const { traces: _, ...rest } = model;
-  return { model: rest, traces, pairings, memory: [] };
-}
-
-const NONE = { diff: new Int32Array(0), base: NO_STRING, varies: false };
-
-/**
- * The model a HelperRequest stands for, on the helper: the columns the attribution does not read empty;
- * each trace's pass 1 kept for the attribution to read (pairing.ts keepPairing).
- */
-export function modelOf(req: HelperRequest): SnapshotModel {
-  const traces: TraceTable[] = req.traces.map((t, d) => {
-    const table: TraceTable = {
-      ...t,
-      streamRaw: new Float64Array(0),
-      stream: new Int32Array(0),
-      timeUs: new Float64Array(0),
-      deviceFreeBytes: new Float64Array(0),
-      compileContext: NONE,
-      userMetadata: NONE,
-      category: NONE,
-      // (no workspace entry: helperCanRead checked; zeros, their pages not written)
-      isWorkspace: new Uint8Array(t.length),
-    };
-    const p = req.pairings[d];
-    if (p) keepPairing(table, pairedOf(p, table));
-    return table;
-  });
-  return { ...req.model, traces };
-}
-
-/** A Paired with what the attribution reads of it (the rest empty: the replay is made on the other thread). */
-function pairedOf(p: HelperPairing, t: TraceTable): Paired {
-  const map = new AddressMap(p.mapKeys.length, true);
-  for (let j = 0; j < p.mapKeys.length; j++) {
-    const slot = map.slot(p.mapKeys[j], p.mapValues[j]);
-    (map.second as Int32Array)[slot] = p.mapSecond[j];
-  }
-  const table = newAllocationTable(0, { addr: t.addr, sizeBytes: t.sizeBytes, stack: t.stack });
-  table.length = p.count;
-  table.origin = p.origin;
-  table.allocEvent = p.allocEvent;
-  table.freeRequestedEvent = p.freeRequestedEvent;
-  table.freeCompletedEvent = p.freeCompletedEvent;
-  return {
-    table,
-    count: p.count,
-    eventAllocation: p.eventAllocation,
-    eventKind: new Uint8Array(0),
-    implicitCloses: new Map(),
-    map,
-  };
-}
-
-/** The buffers of the typed arrays in `data` (at its top and in its lists), to transfer rather than copy. */
-export function transferablesOf(data: AttributionData): ArrayBuffer[] {
-  const out = new Set<ArrayBuffer>();
-  const add = (v: unknown) => {
-    if (ArrayBuffer.isView(v) && v.buffer instanceof ArrayBuffer) out.add(v.buffer);
-  };
-  for (const v of Object.values(data)) {
-    if (Array.isArray(v)) v.forEach(add);
-    else add(v);
-  }
-  return [...out];
-}
-
 /** The helper's program: one attribution per message. */
 export function serveAttribution(): void {
   const scope = globalThis as unknown as {
@@ -228,70 +26,25 @@ export function serveAttribution(): void {
     postMessage(m: HelperReply, transfer?: Transferable[]): void;
   };
   scope.onmessage = (e) => {
-    let data: AttributionData;
-    try {
-      for (const r of e.data.memory) recycleMemory(r.buffer, r.byteOffset, r.byteLength);
-      data = attributeData(modelOf(e.data));
-    } catch (err) {
-      scope.postMessage({ ok: false, message: err instanceof Error ? err.message : String(err) });
-      return;
-    } finally {
-      dropRecycledMemory();
-    }
-    // (columns taken from the shared memory given are shared back, not transferred)
-    scope.postMessage({ ok: true, data }, transferablesOf(data));
+    const { reply, transfer } = answerRequest(e.data);
+    scope.postMessage(reply, transfer);
   };
   scope.postMessage({ up: true });
 }
 
-/** A helper started for one load. */
-export interface AttributionHelper {
-  /** The attribution of `model` from the helper, or null where the helper cannot take it (helperRequest). */
-  attribute(model: SnapshotModel): Promise<AttributionData> | null;
-  close(): void;
-}
-
 /** Starts a helper from this worker's own script; null where none can start (Node, tests, a policy). */
-export function startAttributionHelper(): AttributionHelper | null {
+export function startAttributionHelper(): HelperClient | null {
   const href = (globalThis as { location?: { href?: string } }).location?.href;
   const worker = href ? moduleHelperWorker(href, ATTRIBUTION_HELPER_NAME) : null;
   if (!worker) return null;
-  let failed: string | null = null;
-  let reject: ((e: Error) => void) | null = null;
-  // Used only once it has said it is up: one that never starts must not leave the load waiting for it.
-  let up = false;
-  worker.onmessage = (e: MessageEvent<HelperReply>) => {
-    if ("up" in e.data) up = true;
-  };
+  const client = helperClient(
+    (req) => worker.postMessage(req),
+    () => worker.terminate(),
+  );
+  worker.onmessage = (e: MessageEvent<HelperReply>) => client.received(e.data);
   worker.onerror = (e) => {
     e.preventDefault();
-    failed = e.message || "the attribution helper failed";
-    reject?.(new Error(failed));
+    client.failed(e.message || "the attribution helper failed");
   };
-  return {
-    attribute(model) {
-      if (failed !== null || !up) return null;
-      const req = helperRequest(model);
-      if (!req) return null;
-      const entries = req.traces.reduce((n, t) => n + t.length, 0);
-      req.memory = takeSharedRegions(entries * HELPER_MEMORY_BYTES_PER_ENTRY);
-      return new Promise<AttributionData>((resolve, rej) => {
-        reject = rej;
-        worker.onmessage = (e: MessageEvent<HelperReply>) => {
-          if ("up" in e.data) return;
-          if (e.data.ok) resolve(e.data.data);
-          else rej(new Error(e.data.message));
-        };
-        worker.postMessage(req);
-      });
-    },
-    close() {
-      worker.terminate();
-    },
-  };
-}
-
-/** What startReplay needs from the attribution before it has run: its category count and workspace blocks. */
-export function startOptions(model: SnapshotModel): StartOptions {
-  return { blockWorkspace: blockWorkspaceOf(model), categoryCount: CATEGORY_NAMES.length };
+  return client;
 }

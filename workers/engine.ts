@@ -1,6 +1,7 @@
 // The worker's state: the open model and everything derived from it (attribution, per-device replay,
 // band ranks). Pure TypeScript with no worker globals, so vitest or Node can drive it directly.
 
+import { type AttributionHelper, startOptions } from "../src/core/attribution/handoff";
 import {
   type Attribution,
   attribute,
@@ -49,7 +50,7 @@ import type {
   TimelineAnswer,
   TimelineQuery,
 } from "./api";
-import { type AttributionHelper, startAttributionHelper, startOptions } from "./attribution-helper";
+import { startAttributionHelper } from "./attribution-helper";
 import { computeBands, stackRanks } from "./bands";
 import { warmMemory } from "./memory-warmer";
 import { type ParallelSource, parallelBlobSource } from "./parallel-reader";

@@ -4,16 +4,18 @@
 // --html also writes one self-contained HTML file (src/report-html) from the same report object.
 
 import { writeFile } from "node:fs/promises";
+import type { AttributionHelper } from "../core/attribution/handoff";
 import { attribute } from "../core/attribution/index";
 import { SnapshotReadError } from "../core/formats/errors";
 import type { CountersSidecar, SnapshotModel } from "../core/model/types";
-import { prepareReplays, replayReport, stateAtReport } from "../core/replay/report";
+import { stateAtReport } from "../core/replay/report";
 import { CountersParseError } from "../core/report/counters";
 import { formatBytes, formatMiB } from "../core/report/format";
-import { buildReport, type ReportJson, replayInputs } from "../core/report/index";
+import { attributedReplays, buildReport, replayInputs } from "../core/report/index";
 import { renderReportText } from "../core/report/text";
 import { parseSize } from "../core/units";
 import { buildReportPictures, renderReportHtml } from "../report-html/index";
+import { attributionHelperFor } from "./attribution-helper";
 import type { CliIo, SnapshotDeps } from "./io";
 import { readSnapshotFile } from "./read-file";
 import { sidecarFor } from "./sidecar";
@@ -21,7 +23,10 @@ import { peakscopeVersion, toolInfo } from "./version";
 
 export type ReportIo = CliIo;
 
-export type ReportDeps = SnapshotDeps;
+export interface ReportDeps extends SnapshotDeps {
+  /** A thread to attribute the file at this path on, where one is worth it (attribution-helper.ts). */
+  attributionHelper?(path: string): AttributionHelper | null;
+}
 
 const USAGE =
   "usage: peakscope report FILE [--counters SIDECAR] [--compare OTHER [--counters-other SIDECAR]] [--at EVENT [--device N]] [--json] [--html OUT.html] [--device-total SIZE]\n";
@@ -116,7 +121,7 @@ function parseArgs(args: string[]): Args {
 export async function reportCommand(
   argv: string[],
   io: ReportIo,
-  deps: ReportDeps = { readSnapshot: readSnapshotFile },
+  deps: ReportDeps = { readSnapshot: readSnapshotFile, attributionHelper: attributionHelperFor },
 ): Promise<number> {
   let args: Args;
   try {
@@ -125,6 +130,22 @@ export async function reportCommand(
     io.stderr(`peakscope report: ${(e as Error).message}\n${USAGE}`);
     return 1;
   }
+  // A thread to attribute a big file while this one replays it, started now so that it is up by the
+  // read's end (attribution-helper.ts).
+  const helper = args.at === null ? (deps.attributionHelper?.(args.file) ?? null) : null;
+  try {
+    return await reportOn(args, io, deps, helper);
+  } finally {
+    helper?.close();
+  }
+}
+
+async function reportOn(
+  args: Args,
+  io: ReportIo,
+  deps: ReportDeps,
+  helper: AttributionHelper | null,
+): Promise<number> {
   let model: SnapshotModel;
   let other: SnapshotModel | null = null;
   let counters: CountersSidecar | null;
@@ -145,14 +166,18 @@ export async function reportCommand(
     return 1;
   }
   if (args.at !== null) return stateAtCommand(model, args, io);
-  let report: ReportJson;
+  const { attribution, replays } = await attributedReplays(model, helper);
+  helper?.close();
+  const report = buildReport(model, {
+    counters,
+    other,
+    otherCounters,
+    attribution,
+    replays,
+    deviceTotalBytes: args.deviceTotal,
+  });
   if (args.html) {
-    // The same report as without --html, with the replays kept for the timeline picture.
-    const attribution = attribute(model);
-    const inputs = replayInputs(attribution);
-    const replays = prepareReplays(model, inputs);
-    const replay = replayReport(model, inputs, counters, { replays, deviceTotalBytes: args.deviceTotal });
-    report = buildReport(model, { counters, other, otherCounters, attribution, replay, replays });
+    // The same report, with the replays kept for the timeline picture.
     const html = renderReportHtml(report, buildReportPictures(model, attribution, replays), {
       generatedAt: new Date().toISOString(),
       version: peakscopeVersion(),
@@ -165,7 +190,7 @@ export async function reportCommand(
     }
     const size = Buffer.byteLength(html, "utf8");
     io.stderr(`peakscope report: wrote ${args.html} (${formatMiB(size)}, ${formatBytes(size)})\n`);
-  } else report = buildReport(model, { counters, other, otherCounters, deviceTotalBytes: args.deviceTotal });
+  }
   // `tool` first: which program (and version) wrote this JSON, for whoever reads it later.
   io.stdout(args.json ? `${JSON.stringify({ tool: toolInfo(), ...report })}\n` : renderReportText(report));
   const failed = [...report.checks, ...(report.compare?.otherChecks ?? [])].some((c) => c.status === "fail");

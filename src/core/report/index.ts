@@ -1,7 +1,8 @@
 // buildReport: the one JSON object the CLI prints with --json and the worker hands to the UI — totals from
 // the segment fields, categories, the five checks, the top call sites, and optionally a comparison.
 
-import { type Attribution, attribute, UNKNOWN_REASONS } from "../attribution";
+import { type Attribution, attribute, UNKNOWN_REASONS, withUnknownReasons } from "../attribution";
+import { type AttributionHelper, startOptions } from "../attribution/handoff";
 import { CATEGORY_NAMES } from "../attribution/rules";
 import { type CheckResult, type PeakInfo, runChecks } from "../checks";
 import { type Comparison, compareSnapshots, type SiteDelta, type UnknownMatch } from "../compare";
@@ -9,11 +10,13 @@ import { comparePeaks, type PeakMoment, peakSide } from "../compare/peaks";
 import { type HostJson, hostSummary } from "../host";
 import { shapeNotes } from "../model/shape-notes";
 import { BlockState, type CountersSidecar, type SnapshotModel } from "../model/types";
+import { finishReplay, type StartedReplay, startReplay } from "../replay/prepare";
 import {
   type PeakReport,
   prepareReplays,
   type ReplayInputs,
   type ReplayReport,
+  replayOptionsFor,
   replayReport,
 } from "../replay/report";
 import type { Replay } from "../replay/types";
@@ -309,6 +312,32 @@ function notesFor(
     );
   }
   return notes;
+}
+
+/**
+ * The attribution and every device's replay. Where `helper` takes the model (attribution/handoff.ts), it
+ * attributes on its thread while the replays' sweeps are made on this one; else both are made here.
+ */
+export async function attributedReplays(
+  model: SnapshotModel,
+  helper: AttributionHelper | null,
+): Promise<{ attribution: Attribution; replays: Map<number, Replay>; attributedBy: "helper" | "here" }> {
+  const remote = helper?.attribute(model) ?? null;
+  if (!remote) {
+    const attribution = attribute(model);
+    return { attribution, replays: prepareReplays(model, replayInputs(attribution)), attributedBy: "here" };
+  }
+  const opts = startOptions(model);
+  const started = new Map<number, StartedReplay>();
+  for (let d = 0; d < model.traces.length; d++)
+    if (model.traces[d].length > 0) started.set(d, startReplay(model, d, opts));
+  // (null: the helper could not; attributed here as without one)
+  const data = await remote.catch(() => null);
+  const attribution = data ? withUnknownReasons(model, data) : attribute(model);
+  const inputs = replayInputs(attribution);
+  const replays = new Map<number, Replay>();
+  for (const [d, s] of started) replays.set(d, finishReplay(s, replayOptionsFor(inputs, d)));
+  return { attribution, replays, attributedBy: data ? "helper" : "here" };
 }
 
 /** What the replay needs from the attribution. */
