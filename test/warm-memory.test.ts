@@ -96,22 +96,24 @@ describe.runIf(HAVE_REAL)("warm memory for the trace's columns (a real-shaped fi
       },
     });
     warm.release();
-    // the five entry columns, the scanner's memo (in its WebAssembly memory) and the analysis's memory
-    expect(shared.length).toBe(7);
+    // the five entry columns and isWorkspace, the scanner's memo (in its WebAssembly memory) and the
+    // analysis's memory
+    expect(shared.length).toBe(8);
     const t = model.traces[0];
-    for (const c of [t.action, t.addr, t.sizeBytes, t.timeUs, t.stack]) expect(shared).toContain(c.buffer);
-    expect(shared.slice(0, 5)).toEqual(
-      [t.action, t.stack, t.addr, t.sizeBytes, t.timeUs].map((c) => c.buffer),
+    for (const c of [t.action, t.isWorkspace, t.addr, t.sizeBytes, t.timeUs, t.stack])
+      expect(shared).toContain(c.buffer);
+    expect(shared.slice(0, 6)).toEqual(
+      [t.action, t.isWorkspace, t.stack, t.addr, t.sizeBytes, t.timeUs].map((c) => c.buffer),
     );
-    expect(at.slice(0, 5)).toEqual([0, 0, 0, 0, 0]);
-    expect(at[6]).toBe(0);
+    expect(at.slice(0, 6)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(at[7]).toBe(0);
     // the memo: its bytes per entry as Python counts the file's memo slots (4 bytes each), within the
     // estimate's error (it is measured on the first rows), and room for all of the job's rows
     const entries = expected.reduce((n, e) => n + e.length, 0);
-    expect(perRow[5] / ((4 * memoSlots) / entries)).toBeGreaterThan(0.8);
-    expect(perRow[5] / ((4 * memoSlots) / entries)).toBeLessThan(1.25);
-    expect(at[5]).toBeGreaterThan(0);
-    expect(at[5] + jobRows * perRow[5]).toBeLessThanOrEqual(shared[5].byteLength);
+    expect(perRow[6] / ((4 * memoSlots) / entries)).toBeGreaterThan(0.8);
+    expect(perRow[6] / ((4 * memoSlots) / entries)).toBeLessThan(1.25);
+    expect(at[6]).toBeGreaterThan(0);
+    expect(at[6] + jobRows * perRow[6]).toBeLessThanOrEqual(shared[6].byteLength);
     expect(t.length).toBe(expected[0].length);
     for (const [d, entries] of expected.entries()) {
       const t = model.traces[d];
@@ -128,13 +130,13 @@ describe.runIf(HAVE_REAL)("warm memory for the trace's columns (a real-shaped fi
     it(`reads every entry as Python does, warm memory coming on look ${after ?? "never"}`, async () => {
       const warm = fakeWarm(after);
       const model = await readSnapshotFile(path, { warmMemory: warm });
-      expect(warm.asked.length, "warm memory is asked for, one buffer per entry column").toBe(5);
+      expect(warm.asked.length, "warm memory is asked for, one buffer per entry column").toBe(6);
       if (after !== null) {
         // every buffer given is what a column now lives in
-        expect(warm.given.length).toBe(5);
+        expect(warm.given.length).toBe(6);
         const used = new Set(
           model.traces
-            .flatMap((t) => [t.action, t.addr, t.sizeBytes, t.timeUs, t.stack])
+            .flatMap((t) => [t.action, t.isWorkspace, t.addr, t.sizeBytes, t.timeUs, t.stack])
             .map((c) => c.buffer),
         );
         for (const b of warm.given) expect(used.has(b)).toBe(true);
@@ -166,10 +168,10 @@ describe("warm memory and the staging columns", () => {
     c.warmMemory = warm;
     for (let i = 0; i < 10; i++) row(c, i);
     c.reserve(100_000);
-    expect(warm.asked).toEqual([100_000, 400_000, 800_000, 800_000, 800_000]);
+    expect(warm.asked).toEqual([100_000, 100_000, 400_000, 800_000, 800_000, 800_000]);
     for (let i = 10; i < 90_000; i++) row(c, i);
-    expect(warm.given.length).toBe(5);
-    expect(c.addr.buffer).toBe(warm.given[2]);
+    expect(warm.given.length).toBe(6);
+    expect(c.addr.buffer).toBe(warm.given[3]);
     for (let i = 0; i < 90_000; i++) {
       if (c.addr[i] !== 4096 * i || c.sizeBytes[i] !== 512 + i || c.timeUs[i] !== 1000 + 7 * i)
         expect([i, c.addr[i], c.sizeBytes[i], c.timeUs[i]]).toEqual([i, 4096 * i, 512 + i, 1000 + 7 * i]);
@@ -185,10 +187,10 @@ describe("warm memory and the staging columns", () => {
     c.warmMemory = warm;
     c.reserve(1_000_000);
     for (let i = 0; i < 700_000; i++) row(c, i);
-    expect(warm.given.length).toBe(5);
+    expect(warm.given.length).toBe(6);
     c.handOnWarmMemory();
-    // 300 000 unused rows a column: stack 1.2 MB, addr, size and time 2.4 MB each; action's 0.3 MB is
-    // under the pool's 1 MiB floor
+    // 300 000 unused rows a column: stack 1.2 MB, addr, size and time 2.4 MB each; action's and
+    // isWorkspace's 0.3 MB are under the pool's 1 MiB floor
     expect(recycledBytes()).toBe(300_000 * (4 + 8 + 8 + 8));
     // a column carved from them lies in a warm buffer past the rows, and writing it changes no row
     const carved = takeFloat64(300_000, -1);
@@ -213,14 +215,15 @@ describe("warm memory and the staging columns", () => {
     const warm = Object.assign(fakeWarm(1), { analysisBytesPerRow: 16 });
     c.warmMemory = warm;
     c.reserve(200_000);
-    // the five entry columns first (they are needed from the next row on), then 16 bytes a row
-    expect(warm.asked).toEqual([200_000, 800_000, 1_600_000, 1_600_000, 1_600_000, 3_200_000]);
+    // the five entry columns and isWorkspace first (they are needed from the next row on), then 16 bytes
+    // a row
+    expect(warm.asked).toEqual([200_000, 200_000, 800_000, 1_600_000, 1_600_000, 1_600_000, 3_200_000]);
     for (let i = 0; i < 200_000; i++) row(c, i);
     c.handOnWarmMemory();
     // all of it (the columns are full: no unused rows to hand on)
     expect(recycledBytes()).toBe(3_200_000);
     const carved = takeFloat64(400_000);
-    expect(carved.buffer).toBe(warm.given[5]);
+    expect(carved.buffer).toBe(warm.given[6]);
     dropRecycledMemory();
   });
 
@@ -231,7 +234,7 @@ describe("warm memory and the staging columns", () => {
     c.warmMemory = warm;
     c.reserve(70_000);
     for (let i = 0; i < 200_000; i++) row(c, i);
-    expect(warm.cancelled).toBe(5);
+    expect(warm.cancelled).toBe(6);
     expect(warm.given.length).toBe(0);
     for (let i = 0; i < 80_000; i++)
       if (c.addr[i] !== 4096 * i || c.stack[i] !== i % 5)
@@ -258,21 +261,22 @@ describe("warm memory and the staging columns", () => {
     c.reserve(100_000);
     expect(jobs.length).toBe(1);
     const [job] = jobs;
-    // the five entry columns (action, stack, addr, size, time), then 16 bytes a row for the analysis
-    expect(job.bytesPerRow).toEqual([1, 4, 8, 8, 8, 16]);
+    // the five entry columns (action, stack, addr, size, time) and isWorkspace, then 16 bytes a row for
+    // the analysis
+    expect(job.bytesPerRow).toEqual([1, 1, 4, 8, 8, 8, 16]);
     expect(job.rows).toBe(100_000);
     expect(job.buffers.map((b) => b.byteLength)).toEqual([
-      100_000, 400_000, 800_000, 800_000, 800_000, 1_600_000,
+      100_000, 100_000, 400_000, 800_000, 800_000, 800_000, 1_600_000,
     ]);
-    expect([c.action, c.stack, c.addr, c.sizeBytes, c.timeUs].map((col) => col.buffer)).toEqual(
-      job.buffers.slice(0, 5),
-    );
+    expect(
+      [c.action, c.isWorkspace, c.stack, c.addr, c.sizeBytes, c.timeUs].map((col) => col.buffer),
+    ).toEqual(job.buffers.slice(0, 6));
     for (let i = 10; i < 90_000; i++) row(c, i);
     c.handOnWarmMemory();
     // the analysis's memory and the columns' 10 000 unused rows (action's 10 KB is under the 1 MiB floor;
     // so is each other column's, alone)
     expect(recycledBytes()).toBe(1_600_000);
-    expect(takeFloat64(200_000).buffer).toBe(job.buffers[5]);
+    expect(takeFloat64(200_000).buffer).toBe(job.buffers[6]);
     dropRecycledMemory();
     for (let i = 0; i < 90_000; i++) {
       if (c.addr[i] !== 4096 * i || c.sizeBytes[i] !== 512 + i || c.timeUs[i] !== 1000 + 7 * i)

@@ -28,7 +28,7 @@ export function newAllocationTable(cap: number, entries: AllocationEntries): All
     ownRequestedBytes: new Float64Array(cap),
     sizeBytes: takeFloat64(cap),
     sizeSource: new Uint8Array(cap),
-    origin: new Uint8Array(cap),
+    origin: takeUint8(cap),
     allocEvent: takeInt32(cap),
     freeRequestedEvent: takeInt32(cap),
     freeCompletedEvent: takeInt32(cap),
