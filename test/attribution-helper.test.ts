@@ -26,38 +26,19 @@ import {
   attributeData,
   withUnknownReasons,
 } from "../src/core/attribution/index";
-import type { SnapshotModel } from "../src/core/model/types";
 import { finishReplay, prepareReplay, startReplay } from "../src/core/replay/prepare";
 import { replayOptionsFor } from "../src/core/replay/report";
 import { Origin, type Replay } from "../src/core/replay/types";
 import { attributedReplays } from "../src/core/report/index";
 import { replayInputs } from "../workers/report-adapter";
 import { growReal, HAVE_REAL, python, REAL_DIR } from "./helpers/python";
+import { withSharedColumns } from "./helpers/shared-columns";
 
 if (!HAVE_REAL) console.log(`attribution-helper: ${REAL_DIR} is absent; its tests skipped`);
 
 const TRAINING = "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle";
 const tmp = mkdtempSync(join(tmpdir(), "peakscope-helper-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
-
-/** The model with the trace columns the helper reads moved into shared memory, as a big read has them. */
-function withSharedColumns(model: SnapshotModel): SnapshotModel {
-  const share = <T extends Uint8Array | Int32Array | Float64Array>(
-    xs: T,
-    make: (b: SharedArrayBuffer) => T,
-  ) => {
-    const out = make(new SharedArrayBuffer(xs.byteLength));
-    out.set(xs as never);
-    return out;
-  };
-  for (const t of model.traces) {
-    t.action = share(t.action, (b) => new Uint8Array(b));
-    t.addr = share(t.addr, (b) => new Float64Array(b));
-    t.sizeBytes = share(t.sizeBytes, (b) => new Float64Array(b));
-    t.stack = share(t.stack, (b) => new Int32Array(b));
-  }
-  return model;
-}
 
 /** What a replay says, as the tests compare it. */
 function facts(r: Replay) {

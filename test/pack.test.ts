@@ -1,7 +1,8 @@
 // The installable package, as a new user gets it: `npm pack` (prepack builds the site and compiles the CLI),
 // the tarball installed into a temporary prefix with an empty npm cache and --offline (so nothing outside
 // the tarball can be fetched), then the installed `peakscope` run outside the clone: --version, report --json
-// (totals checked against Python's reading of the file), ranks (worker threads from the bundle) and view
+// (totals checked against Python's reading of the file), ranks (worker threads from the bundle), report's
+// attribution thread (from the bundle, against the clone's one-thread answer) and view
 // (the shipped page and the file served). And the capture helper: `pip install ./python` into a temporary
 // target imports with its __version__. Slow (it runs vite build): one file, generous timeouts.
 
@@ -10,12 +11,19 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
+import { Worker } from "node:worker_threads";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readSnapshotFile } from "../src/cli/read-file";
+import { type HelperReply, helperClient } from "../src/core/attribution/handoff";
+import { attribute } from "../src/core/attribution/index";
+import { attributedReplays } from "../src/core/report/index";
 import { python, REAL_DIR, REPO } from "./helpers/python";
+import { withSharedColumns } from "./helpers/shared-columns";
 
 const PKG = JSON.parse(readFileSync(resolve(REPO, "package.json"), "utf8"));
 const FILE = join(REAL_DIR, "JasperSolt__EoR_NN__snapshot.pickle");
 const FILE2 = join(REAL_DIR, "MAGMA27__assignment2-systems__memory_snapshot.pickle");
+const TRAINING = join(REAL_DIR, "Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle");
 
 let tmp = "";
 let tarball = "";
@@ -123,6 +131,46 @@ describe("the installed peakscope (outside the clone, Node only)", () => {
     for (const row of rows) {
       const py = JSON.parse(python(["test/tools/py_inspect.py", row.file]));
       expect(row.allocatedBytes, row.file).toBe(py.totals.allocatedBytes);
+    }
+  });
+
+  it("report's attribution thread, from the bundle, attributes as the clone does on one thread", async () => {
+    // (the thread is started for files of ≥ 128 MB; here a real file's model is handed to it directly)
+    const model = withSharedColumns(await readSnapshotFile(TRAINING));
+    const worker = new Worker(join(installed, "lib", "attribution-worker.mjs"), {
+      execArgv: [],
+      env: cleanEnv(),
+    });
+    try {
+      const client = helperClient(
+        (req) => worker.postMessage(req),
+        () => void worker.terminate(),
+      );
+      worker.on("message", (m: HelperReply) => client.received(m));
+      // (a thread that cannot load fails the test at once rather than at its timeout)
+      const broke = new Promise<never>((_, reject) => {
+        worker.on("error", (e) => reject(e));
+        worker.on("exit", (code) => reject(new Error(`the thread exited (${code}) before it was up`)));
+      });
+      broke.catch(() => undefined); // (terminated at the end: no longer anyone's concern)
+      await Promise.race([client.up, broke]);
+      const threaded = await attributedReplays(model, client);
+      expect(threaded.attributedBy).toBe("helper");
+      const alone = attribute(model);
+      const { unknownReasonOfBlock: _1, ...a } = alone;
+      const { unknownReasonOfBlock: _2, ...b } = threaded.attribution;
+      expect(b).toEqual(a);
+      // Python's count of the trace's entries, all replayed
+      const entries = Number(
+        python([
+          "-c",
+          "import pickle,sys; d=pickle.load(open(sys.argv[1],'rb')); print(len(d['device_traces'][0]))",
+          TRAINING,
+        ]),
+      );
+      expect(threaded.replays.get(0)?.length).toBe(entries);
+    } finally {
+      await worker.terminate();
     }
   });
 
