@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import {
   dropRecycledMemory,
+  fillColumn,
   preferShared,
   recycledBytes,
   recycleMemory,
@@ -127,5 +128,34 @@ describe("recycled memory", () => {
     setAside(6 * MiB);
     expect(recycledBytes()).toBe(4 * MiB);
     expect(takeInt32(MiB).buffer).toBe(region); // the region, whole, to the next take
+  });
+  it("fills a column in shared memory exactly, 8 bytes at a time or not, and nothing around it", () => {
+    const cases: [
+      string,
+      (b: SharedArrayBuffer, at: number, n: number) => Uint8Array | Int32Array | Float64Array,
+      number,
+      number,
+      number[],
+    ][] = [
+      ["bytes", (b, at, n) => new Uint8Array(b, at, n), 3, 1001, [0, 255, 7]],
+      ["int32", (b, at, n) => new Int32Array(b, at, n), 4, 999, [0, -1, 123456789]],
+      ["doubles", (b, at, n) => new Float64Array(b, at, n), 8, 333, [0, 1.5, -(2 ** 40), Number.NaN]],
+    ];
+    for (const [name, make, at, n, values] of cases) {
+      for (const value of values) {
+        const buffer = new SharedArrayBuffer(at + n * 8 + 16);
+        const all = new Uint8Array(buffer);
+        all.fill(0xab);
+        const col = make(buffer, at, n);
+        expect(fillColumn(col, value)).toBe(col);
+        for (let i = 0; i < n; i++)
+          if (!Object.is(col[i], value)) expect([name, value, i, col[i]]).toEqual([name, value, i, value]);
+        // the bytes before and after the column are as they were
+        const end = at + col.byteLength;
+        for (let k = 0; k < buffer.byteLength; k++)
+          if ((k < at || k >= end) && all[k] !== 0xab)
+            expect([name, value, k, all[k]]).toEqual([name, value, k, 0xab]);
+      }
+    }
   });
 });

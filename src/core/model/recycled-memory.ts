@@ -148,7 +148,33 @@ function take<T extends Column>(
     if (value !== 0) col.fill(value);
     return col;
   }
-  return make(got.buffer, got.offset, n).fill(value) as T;
+  return fillColumn(make(got.buffer, got.offset, n), value);
+}
+
+/**
+ * `col.fill(value)`, 8 bytes at a time where it lives in shared memory: V8 fills a SharedArrayBuffer
+ * element by element (in Node 20 a byte column at 0.46 ms per MiB, against 0.04 where not shared; 0.06
+ * through a BigInt64Array), and the columns a helper thread reads are taken from shared memory.
+ */
+export function fillColumn<T extends Column>(col: T, value: number): T {
+  if (
+    typeof SharedArrayBuffer !== "function" ||
+    !(col.buffer instanceof SharedArrayBuffer) ||
+    col.length < 64
+  )
+    return col.fill(value) as T;
+  const per = col.BYTES_PER_ELEMENT;
+  // the value's bytes, repeated over 8 (as the column's own type writes them)
+  const word = new (col.constructor as new (n: number) => T)(8 / per).fill(value);
+  const bits = new BigInt64Array(word.buffer)[0];
+  const start = col.byteOffset;
+  const end = start + col.byteLength;
+  const from = Math.ceil(start / 8) * 8;
+  const to = Math.max(from, Math.floor(end / 8) * 8);
+  new BigInt64Array(col.buffer, from, (to - from) / 8).fill(bits);
+  col.fill(value, 0, (from - start) / per);
+  col.fill(value, (to - start) / per);
+  return col;
 }
 
 /** A column of n bytes, each `value`. */
