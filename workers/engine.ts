@@ -11,6 +11,7 @@ import {
 import type { PageLocation } from "../src/core/formats/download-errors";
 import { SnapshotReadError } from "../src/core/formats/errors";
 import { type ReadProgress, readSnapshot } from "../src/core/formats/read";
+import { summarize as coreSummary, type SnapshotSummary } from "../src/core/model/summary";
 import {
   BLOCK_STATE_NAMES,
   BlockState,
@@ -236,12 +237,15 @@ export class Engine {
       const t1 = performance.now();
       const errors: string[] = [];
       let attributedBy: Summary["attributedBy"] = "here";
+      let core: SnapshotSummary | undefined;
       this.model = model;
       try {
         const remote = helper?.attribute(model) ?? null;
         if (remote) {
-          // the replays' sweeps here meanwhile, their categories once the attribution is in
+          // the replays' sweeps here meanwhile, their categories once the attribution is in, and the
+          // summary's counts (a pass over every entry) while the helper is still at work
           this.startReplays(model);
+          core = coreSummary(model);
           // (null: the helper could not, attributed here as without one)
           const data = await remote.catch(() => null);
           // (another file opened meanwhile has this engine now: touch nothing)
@@ -261,6 +265,7 @@ export class Engine {
         errors,
         reader.parallel() ? "parallel" : "direct",
         attributedBy,
+        core,
       );
       return { ok: true, summary: this.summary };
     } catch (e) {

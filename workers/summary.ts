@@ -1,7 +1,7 @@
 // The summary of an open model for the page: the core summary (the same numbers `peakscope inspect`
 // prints) plus what the page shows beside it (layout, totals over devices, timing, analysis errors).
 
-import { summarize as coreSummarize } from "../src/core/model/summary";
+import { summarize as coreSummarize, type SnapshotSummary } from "../src/core/model/summary";
 import type { SnapshotModel } from "../src/core/model/types";
 import type { Summary } from "./api";
 
@@ -12,8 +12,9 @@ export function summarize(
   analysisErrors: string[],
   readBy: Summary["readBy"] = "direct",
   attributedBy: Summary["attributedBy"] = "here",
+  /** The core summary, where made already (the engine makes it while a helper attributes). */
+  core: SnapshotSummary = coreSummarize(model),
 ): Summary {
-  const core = coreSummarize(model);
   const seg = model.segments;
   let requested = Number.NaN;
   for (let i = 0; i < seg.length; i++) {
