@@ -61,7 +61,7 @@ export type HelperReply = { up: true } | { ok: true; data: AttributionData } | {
  * Recycled memory the helper is given, per trace entry: about what the attribution's own columns take
  * (its per-entry category, site and rule, the trace rules' scratch). Fresh, its page faults cost the
  * helper a third of its time at 1 GB (Node: 130 against 20 MB of faults, 0.79 against 0.52 s). More (24)
- * left this worker's own pass to fault more, and the load took longer (docs/speed.md).
+ * left the reading thread's own pass to fault more, and the load took longer (docs/speed.md).
  */
 const HELPER_MEMORY_BYTES_PER_ENTRY = 12;
 
