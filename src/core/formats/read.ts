@@ -163,6 +163,7 @@ async function unpickle(
   });
   assembler.attachMemo(u.memo);
   let lastPreview = Number.NEGATIVE_INFINITY; // the first slice gives a picture at once
+  const parseStart = performance.now();
   // Where trace entries began (stream offset), to size the columns once from the bytes per entry.
   let entriesFrom = -1;
   let rowsFrom = 0;
@@ -188,9 +189,17 @@ async function unpickle(
         }
       }
       opts.onProgress?.({ phase: "parsing", bytesDone: progressOf(), bytesTotal: progressTotal });
-      if (opts.onPreview && performance.now() - lastPreview >= (opts.previewEveryMs ?? 250)) {
-        opts.onPreview(assembler.preview(opts.previewBuckets ?? 800));
-        lastPreview = performance.now();
+      const now = performance.now();
+      const every = opts.previewEveryMs ?? 250;
+      if (opts.onPreview && now - lastPreview >= every) {
+        // (not when the whole file, at this pace, is read before the next one would come: the full
+        // picture follows at once, and the preview's pass over the entries would only delay it)
+        const done = progressTotal > 0 ? progressOf() / progressTotal : 0;
+        const restMs = done > 0 ? ((now - parseStart) * (1 - done)) / done : Number.POSITIVE_INFINITY;
+        if (lastPreview === Number.NEGATIVE_INFINITY || restMs >= every) {
+          opts.onPreview(assembler.preview(opts.previewBuckets ?? 800));
+          lastPreview = performance.now();
+        }
       }
     }
     if (u.done && totalBytes === null) break;
