@@ -10,9 +10,10 @@
 //   hash         the last SHA-256 digest of the page's link hash of the file (src/ui/state/hash.ts)
 //   idle         body[data-state=ready] and body[data-busy="0"]: the app's own "loaded, nothing pending"
 //                signal (it currently also waits for the link hash)
-// Peaks over change → idle, sampled every ~200 ms: the page's and the worker's JS heap (CDP
-// Runtime.getHeapUsage; the worker reached through Target.setAutoAttach) and their ArrayBuffer backing
-// stores, and the RSS of the renderer process (page + worker, /proc). Main-thread responsiveness over the
+// Peaks over change → idle, sampled every ~200 ms: the RSS of the renderer process (page + worker, /proc)
+// and, with BENCH_WEB_HEAP=1, the page's and the worker's JS heap (CDP Runtime.getHeapUsage; the worker
+// reached through Target.setAutoAttach) and their ArrayBuffer backing stores. (Off by default: each
+// sample interrupts the worker mid-load, which the timed figures should not pay.) Main-thread responsiveness over the
 // same window: 'longtask' entries and requestAnimationFrame gaps (max, and how many exceed 100 ms). Then,
 // after idle, 60 wheel events over the timeline plot (30 in, 30 out; each awaited), frame times from
 // requestAnimationFrame deltas from the first wheel to idle after the last.
@@ -27,6 +28,7 @@
 //   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
 //   BENCH_WEB_PORT=0               port for scripts/serve.mjs (0: a free one)
 //   BENCH_WEB_VERBOSE=1            also print each run's data-state/data-busy transitions
+//   BENCH_WEB_HEAP=1               also sample the JS heaps over CDP (above; the load then takes longer)
 //   BENCH_WEB_CPU=1                also the CPU seconds Chromium's threads used from the pick to state=ready
 //                                  (Linux /proc; the page is then polled every 10 ms for state=ready): the
 //                                  parsing worker, the reader worker, V8's background threads (compiling,
@@ -69,6 +71,7 @@ const SETTLE_MS = Number(process.env.BENCH_WEB_SETTLE_MS ?? 2000);
 const VIA: "input" | "src" = process.env.BENCH_WEB_VIA === "src" ? "src" : "input";
 const WARM_UP = process.env.BENCH_WEB_WARMUP !== "0";
 const CPU = process.env.BENCH_WEB_CPU === "1";
+const HEAP = process.env.BENCH_WEB_HEAP === "1";
 /** The served copy of dist/ (files opened through #src= are linked into it). */
 let servedDir = "";
 const PIECE = 4 << 20; // src/ui/state/hash.ts hashes the file in 4 MiB pieces, then once over the digests
@@ -185,7 +188,9 @@ const PAGE_PROBE = `(() => {
   const loop = (t) => {
     if (last) B.frames.push(t, t - last);
     last = t;
-    if (B.t0 != null && !("ink" in B.marks)) {
+    // (read back only once a drawing call has been made: never during the load itself, where the read
+    // back of a whole canvas every frame took CPU from the load on a 2-core machine)
+    if (B.t0 != null && "draw" in B.marks && !("ink" in B.marks)) {
       const c = document.querySelector("canvas[data-testid=timeline-canvas]");
       if (c && c.width > 0 && c.height > 0) {
         const ctx = c.getContext("2d");
@@ -273,6 +278,7 @@ class Sampler {
   }
 
   async attach() {
+    if (!HEAP) return;
     // Non-flat auto-attach on our own session: Playwright's own flat attachment is left alone.
     await this.cdp.send("Target.setAutoAttach", {
       autoAttach: true,
@@ -307,6 +313,20 @@ class Sampler {
 
   start(everyMs = 200) {
     const sleep = (t: number) => new Promise((r) => setTimeout(r, t));
+    if (HEAP) this.sampleHeaps(everyMs, sleep);
+    this.loops.push(
+      (async () => {
+        while (!this.stop) {
+          const at = Date.now();
+          this.rss.push({ at, bytes: rendererRss(this.browserPid) });
+          this.nodeRss.push({ at, bytes: process.memoryUsage().rss });
+          await sleep(everyMs);
+        }
+      })(),
+    );
+  }
+
+  private sampleHeaps(everyMs: number, sleep: (t: number) => Promise<unknown>) {
     this.loops.push(
       (async () => {
         while (!this.stop) {
@@ -337,16 +357,6 @@ class Sampler {
             lastAt = at;
             this.worker.push({ at, used, backing });
           }
-          await sleep(everyMs);
-        }
-      })(),
-    );
-    this.loops.push(
-      (async () => {
-        while (!this.stop) {
-          const at = Date.now();
-          this.rss.push({ at, bytes: rendererRss(this.browserPid) });
-          this.nodeRss.push({ at, bytes: process.memoryUsage().rss });
           await sleep(everyMs);
         }
       })(),
@@ -1027,15 +1037,19 @@ function printRun(r: Run) {
   log(`    phases (ms after change): ${r.phases || "—"}`);
   if (process.env.BENCH_WEB_VERBOSE) log(`    data-state/data-busy (ms after change): ${r.states || "—"}`);
   if (r.cpu) log(`    CPU s, pick → state=ready: ${cpuText(r.cpu)}`);
+  const heaps = HEAP
+    ? `peak heap: page ${mb(r.pageHeap)} MiB (+${mb(r.pageBacking)} ArrayBuffers), worker ${mb(r.workerHeap)} MiB ` +
+      `(+${mb(r.workerBacking)} ArrayBuffers; longest gap between worker samples ${ms(r.workerGapMax)} ms), `
+    : "";
   log(
-    `    peak heap: page ${mb(r.pageHeap)} MiB (+${mb(r.pageBacking)} ArrayBuffers), worker ${mb(r.workerHeap)} MiB ` +
-      `(+${mb(r.workerBacking)} ArrayBuffers; longest gap between worker samples ${ms(r.workerGapMax)} ms), ` +
-      `renderer RSS ${mb(r.rendererRss)} MiB (+${mb(r.rendererRssGrowth)} over the load); bench process RSS growth ${mb(r.nodeRssGrowth)} MiB`,
+    `    ${heaps}renderer RSS ${mb(r.rendererRss)} MiB (+${mb(r.rendererRssGrowth)} over the load); ` +
+      `bench process RSS growth ${mb(r.nodeRssGrowth)} MiB`,
   );
-  log(
-    `    the tab's JS heaps + ArrayBuffers (page + workers): at most ${mb(tabPeak(r))} MiB (the sum of the four ` +
-      `peaks) = ${(tabPeak(r) / r.fileBytes).toFixed(2)} × the file`,
-  );
+  if (HEAP)
+    log(
+      `    the tab's JS heaps + ArrayBuffers (page + workers): at most ${mb(tabPeak(r))} MiB (the sum of the four ` +
+        `peaks) = ${(tabPeak(r) / r.fileBytes).toFixed(2)} × the file`,
+    );
   log(
     `    main thread during load: longtasks ${r.longCount} (max ${ms(r.longMax)} ms, ${r.long100} > 100 ms); ` +
       `rAF gap max ${ms(r.rafMax)} ms, ${r.raf100} gaps > 100 ms`,
