@@ -23,6 +23,7 @@ import {
   stateAt,
   stateAtReport,
 } from "../src/core/replay";
+import { intervalAt, intervalPages, type ReservedExtents } from "../src/core/replay/extents";
 import { addressOf, requestedOf } from "../src/core/replay/types";
 import { computeTimeline } from "../workers/timeline";
 import {
@@ -662,6 +663,11 @@ describe("rounding", () => {
     // [2 MiB, 4 MiB) in 4 divisions of 512 KiB: 2 MiB + 1 → 2.5 MiB
     expect(roundRequest(2 * MiB + 1, s)).toBe(2.5 * MiB);
     expect(roundRequest(1.5 * MiB + 1, s)).toBe(1.5 * MiB + 512);
+    // recent torch lists all sixteen intervals, 0 where none is configured: plain 512-byte rounding
+    const zeros = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [String(2 ** i), 0]));
+    const z = roundingSettings({ roundup_power2_divisions: zeros });
+    for (const r of [1, 513, 2 * MiB + 1, 3 * 1024 * MiB + 7])
+      expect(roundRequest(r, z)).toBe(Math.ceil(r / 512) * 512);
   });
   it("fitted block: unsplit remainder up to 1 MiB in the large pool", () => {
     expect(fittedBlockSize(4 * MiB, 4.5 * MiB)).toBe(4.5 * MiB);
@@ -772,5 +778,39 @@ describe("report functions", () => {
     }
     expect(() => stateAtReport(m.model, inputs, 0, last + 1)).toThrow(/outside the trace/);
     expect(() => stateAtReport(m.model, inputs, 3, 0)).toThrow(/no trace entries/);
+  });
+});
+
+describe("interval lookup by page", () => {
+  // The plain search written here: the largest j with bounds[j] ≤ addr < bounds[last], else -1.
+  const search = (bounds: number[], addr: number) => {
+    if (!(addr >= bounds[0] && addr < bounds[bounds.length - 1])) return -1;
+    let j = 0;
+    while (bounds[j + 1] <= addr) j++;
+    return j;
+  };
+  const at = (bounds: number[], addr: number) =>
+    intervalAt(
+      {
+        bounds: Float64Array.from(bounds),
+        pages: intervalPages(Float64Array.from(bounds)),
+      } as ReservedExtents,
+      addr,
+    );
+  it("answers as a search of the bounds, with a table for 2 MiB-aligned bounds and without one otherwise", () => {
+    const base = 0x7f0000000000;
+    const aligned = [0, 2, 6, 8, 20, 22, 40].map((p) => base + p * 2 * MiB);
+    expect(intervalPages(Float64Array.from(aligned))?.interval.length).toBe(40);
+    const odd = [base, base + 2 * MiB + 512, base + 8 * MiB];
+    expect(intervalPages(Float64Array.from(odd))).toBeNull();
+    const far = [base, base + 4 * 2 ** 40];
+    expect(intervalPages(Float64Array.from(far))).toBeNull();
+    for (const bounds of [aligned, odd, far]) {
+      const span = bounds[bounds.length - 1] - bounds[0];
+      const probes = [bounds[0] - 1, Number.NaN, ...bounds, ...bounds.map((b) => b - 512)];
+      for (let i = 0; i < 200; i++)
+        probes.push(bounds[0] + Math.floor(((((i * 7919) % 1000) / 1000) * span) / 512) * 512);
+      for (const a of probes) expect(at(bounds, a)).toBe(search(bounds, a));
+    }
   });
 });

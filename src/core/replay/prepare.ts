@@ -23,7 +23,7 @@ import {
   fitRegionEndAt,
   type IntervalState,
   initialIntervalState,
-  intervalOf,
+  intervalAt,
   type ReservedExtents,
 } from "./extents";
 import {
@@ -110,7 +110,7 @@ class LargeBlocks {
     this.intervalOfAlloc = takeInt32(allocations);
     this.slotOfAlloc = takeInt32(allocations, -1);
   }
-  /** Adds allocation k at `addr` in interval j (from intervalOf). */
+  /** Adds allocation k at `addr` in interval j (from intervalAt). */
   add(k: number, addr: number, j: number): void {
     this.intervalOfAlloc[k] = j;
     if (j < 0) return;
@@ -675,7 +675,7 @@ function startState(
   for (let k = allocEvent.indexOf(BEFORE_TRACE); k >= 0; k = allocEvent.indexOf(BEFORE_TRACE, k + 1)) {
     liveList.push(k);
     const addr = addressOf(A, k);
-    if (A.sizeBytes[k] > SMALL_SIZE_BYTES) large.add(k, addr, intervalOf(extents.bounds, addr));
+    if (A.sizeBytes[k] > SMALL_SIZE_BYTES) large.add(k, addr, intervalAt(extents, addr));
   }
   const live = Int32Array.from(liveList);
   if (!rounding.expandableSegments) {
@@ -684,7 +684,7 @@ function startState(
       const rounded = roundRequest(requestedOf(A, k), rounding);
       if (rounded <= SMALL_SIZE_BYTES) continue;
       const addr = addressOf(A, k);
-      const j = intervalOf(extents.bounds, addr);
+      const j = intervalAt(extents, addr);
       const regionEnd = fitRegionEndAt(extents, segState, j);
       const fitted =
         regionEnd === -1
@@ -774,7 +774,6 @@ function sweep(
   const fitExpandable = rounding.expandableSegments;
   const segEvents = extents.eventIndex;
   const segDelta = extents.delta;
-  const bounds = extents.bounds;
   const segCount = segEvents.length;
   let nextSeg = segCount > 0 ? segEvents[0] : -1;
   let segPtr = 0;
@@ -785,6 +784,9 @@ function sweep(
   const aSize = A.sizeBytes;
   const aSrc = A.sizeSource;
   const aFreeReq = A.freeRequestedEvent;
+  // Every event the sweep meets is at its allocation's address (pass 1 paired them by it): the event's
+  // own address is the allocation's (addressOf), read in order rather than through the allocation.
+  const addrCol = c.addr;
   let alloc = start.initial.allocatedBytes;
   let act = start.initial.activeBytes;
   let res = start.initial.reservedBytes;
@@ -798,13 +800,13 @@ function sweep(
           const s = aSize[old];
           if (aFreeReq[old] === i) alloc -= s;
           act -= s;
-          if (s > SMALL_SIZE_BYTES) large.remove(old, addressOf(A, old));
+          if (s > SMALL_SIZE_BYTES) large.remove(old, addrCol[i]);
         }
       }
       let size = aSize[k];
       if (size > SMALL_SIZE_BYTES) {
-        const addr = addressOf(A, k);
-        const j = intervalOf(bounds, addr);
+        const addr = addrCol[i];
+        const j = intervalAt(extents, addr);
         // (a known block of ≤ 1 MiB came from a request of ≤ 1 MiB: nothing to fit or score)
         const known = aSrc[k] === SizeSource.block;
         const rounded = known ? roundRequest(requestedOf(A, k), rounding) : size;
@@ -839,7 +841,7 @@ function sweep(
       const s = aSize[k];
       if (kind === Kind.freeBoth) alloc -= s;
       act -= s;
-      if (s > SMALL_SIZE_BYTES) large.remove(k, addressOf(A, k));
+      if (s > SMALL_SIZE_BYTES) large.remove(k, addrCol[i]);
     } else if (i === nextSeg) {
       res += segDelta[segPtr];
       if (res > reservedMax) reservedMax = res;

@@ -50,6 +50,10 @@ export function roundingSettings(settings: Record<string, unknown> | null, npu =
       if (typeof v === "number") out.power2Divisions[i] = v;
     });
   }
+  // Recent torch dumps all sixteen intervals, 0 where none is configured: with no interval divided in
+  // more than one, every request rounds to 512 bytes whatever its interval, as with none listed, and
+  // the replay then rounds without a log2 per allocation (prepare.ts assignFromEntries).
+  if (!out.power2Divisions.some((d) => d > 1)) out.power2Divisions = [];
   return out;
 }
 
