@@ -40,7 +40,7 @@ export interface ReservedExtents {
   mismatchBytes: number;
   /** Segment events that found their range already in the target state (partly or wholly). */
   redundantEvents: number;
-  /** The interval of every page of the bounds' span, where they allow it (intervalIndex); else null. */
+  /** The interval of every page of the bounds' span, where they allow it (intervalPages); else null. */
   pages: IntervalPages | null;
 }
 
