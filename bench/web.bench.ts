@@ -13,10 +13,10 @@
 // Peaks over change → idle, sampled every ~200 ms: the RSS of the renderer process (page + worker, /proc)
 // and, with BENCH_WEB_HEAP=1, the page's and the worker's JS heap (CDP Runtime.getHeapUsage; the worker
 // reached through Target.setAutoAttach) and their ArrayBuffer backing stores. (Off by default: each
-// sample interrupts the worker mid-load, which the timed figures should not pay.) Main-thread responsiveness over the
-// same window: 'longtask' entries and requestAnimationFrame gaps (max, and how many exceed 100 ms). Then,
-// after idle, 60 wheel events over the timeline plot (30 in, 30 out; each awaited), frame times from
-// requestAnimationFrame deltas from the first wheel to idle after the last.
+// sample interrupts the worker mid-load, which the timed figures should not pay.) Main-thread
+// responsiveness over the same window: 'longtask' entries and requestAnimationFrame gaps (max, and how
+// many exceed 100 ms). Then, after idle, 60 wheel events over the timeline plot (30 in, 30 out; each
+// awaited), frame times from requestAnimationFrame deltas from the first wheel to idle after the last.
 //
 //   BENCH_WEB_FILES=100,real,1000  which files (default all three); 100/1000 are generated if missing;
 //                                  trace50 / trace300: a generated torch.profiler trace of that many MB
