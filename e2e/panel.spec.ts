@@ -103,6 +103,8 @@ test.describe("side panel", () => {
     await waitIdle(page, ["ready"], 120_000);
     await showTab(page, "Summary");
     await expect(page.getByTestId("summary-read")).toHaveAttribute("data-attributed-by", "helper");
+    // its trace paired on that thread as the file was read (src/core/attribution/streamed-pairing.ts)
+    await expect(page.getByTestId("summary-read")).toHaveAttribute("data-paired-while-read", "1");
     await expectPanelEqualsReport(page, report, 0, big);
     expect(errors).toEqual([]);
   });

@@ -11,7 +11,6 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { startNodeAttributionHelper } from "../src/cli/attribution-helper";
 import { readSnapshotFile } from "../src/cli/read-file";
-import { type ReportDeps, reportCommand } from "../src/cli/report";
 import {
   type AttributionHelper,
   helperClient,
@@ -32,6 +31,7 @@ import { Origin, type Replay } from "../src/core/replay/types";
 import { attributedReplays } from "../src/core/report/index";
 import { replayInputs } from "../workers/report-adapter";
 import { growReal, HAVE_REAL, python, REAL_DIR } from "./helpers/python";
+import { pythonTraceEntries, reportJson } from "./helpers/report-json";
 import { withSharedColumns } from "./helpers/shared-columns";
 
 if (!HAVE_REAL) console.log(`attribution-helper: ${REAL_DIR} is absent; its tests skipped`);
@@ -177,12 +177,6 @@ describe.skipIf(!HAVE_REAL)("the attribution on a helper thread", () => {
 });
 
 /** `report --json`'s output without `tool`, and its exit code. */
-async function reportJson(file: string, deps: ReportDeps) {
-  let out = "";
-  const code = await reportCommand([file, "--json"], { stdout: (s) => (out += s), stderr: () => {} }, deps);
-  const { tool: _, ...rest } = JSON.parse(out);
-  return { code, json: rest };
-}
 
 describe.skipIf(!HAVE_REAL)(
   "the CLI's attribution on a worker thread (src/cli/attribution-helper.ts)",
@@ -190,7 +184,7 @@ describe.skipIf(!HAVE_REAL)(
     it("report --json gives the same JSON with the attribution made on a real worker thread", async () => {
       const out = join(tmp, "grown-cli.pickle");
       growReal(TRAINING, 6, out);
-      const alone = await reportJson(out, { readSnapshot: readSnapshotFile });
+      const alone = await reportJson(out, { readSnapshot: (p) => readSnapshotFile(p) });
       const thread = startNodeAttributionHelper();
       expect(thread).not.toBeNull();
       if (!thread) return;
@@ -206,6 +200,10 @@ describe.skipIf(!HAVE_REAL)(
           );
           return p;
         },
+        paired: () => thread.paired(),
+        streamColumns: (start) => thread.streamColumns(start),
+        streamRows: (rows) => thread.streamRows(rows),
+        streamStop: () => thread.streamStop(),
         close: () => thread.close(),
       };
       const helped = await reportJson(out, {
@@ -217,13 +215,7 @@ describe.skipIf(!HAVE_REAL)(
       expect(helped.code).toBe(alone.code);
       expect(helped.json).toEqual(alone.json);
       // Python's count of the trace's entries; the categories at the peak add up to its total
-      const entries = Number(
-        python([
-          "-c",
-          "import pickle,sys; d=pickle.load(open(sys.argv[1],'rb')); print(sum(len(t) for t in d['device_traces']))",
-          out,
-        ]),
-      );
+      const entries = pythonTraceEntries(out);
       expect(helped.json.timeline.events).toBe(entries);
       const peak = helped.json.peak as { allocatedBytes: number; categories: Record<string, number> };
       expect(Object.values(peak.categories).reduce((a, b) => a + b, 0)).toBe(peak.allocatedBytes);

@@ -110,6 +110,8 @@ export interface Summary {
   readBy: "parallel" | "direct";
   /** Where the attribution ran: a helper thread while this one replayed (workers/attribution-helper.ts), or here. */
   attributedBy: "helper" | "here";
+  /** Whether that helper paired the trace as the file was read (src/core/attribution/streamed-pairing.ts). */
+  pairedWhileRead: boolean;
   /** Trace entries the WebAssembly scanner parsed (0: WebAssembly unavailable or forbidden here). */
   traceEntriesByWasm: number;
   analyseMs: number;

@@ -3,11 +3,11 @@
 // end. What it is given and how the answer is used: src/core/attribution/handoff.ts.
 
 import {
-  answerRequest,
   type HelperClient,
+  type HelperMessage,
   type HelperReply,
-  type HelperRequest,
   helperClient,
+  helperServer,
 } from "../src/core/attribution/handoff";
 import { moduleHelperWorker } from "./parallel-reader";
 
@@ -19,16 +19,14 @@ export function isAttributionHelper(): boolean {
   return (globalThis as { name?: string }).name === ATTRIBUTION_HELPER_NAME;
 }
 
-/** The helper's program: one attribution per message. */
+/** The helper's program: the rows paired as they are read, then one attribution per request. */
 export function serveAttribution(): void {
   const scope = globalThis as unknown as {
-    onmessage: ((e: MessageEvent<HelperRequest>) => void) | null;
+    onmessage: ((e: MessageEvent<HelperMessage>) => void) | null;
     postMessage(m: HelperReply, transfer?: Transferable[]): void;
   };
-  scope.onmessage = (e) => {
-    const { reply, transfer } = answerRequest(e.data);
-    scope.postMessage(reply, transfer);
-  };
+  const serve = helperServer((reply, transfer) => scope.postMessage(reply, transfer));
+  scope.onmessage = (e) => serve(e.data);
   scope.postMessage({ up: true });
 }
 

@@ -1,7 +1,7 @@
 // The worker's state: the open model and everything derived from it (attribution, per-device replay,
 // band ranks). Pure TypeScript with no worker globals, so vitest or Node can drive it directly.
 
-import { type AttributionHelper, startOptions } from "../src/core/attribution/handoff";
+import { type AttributionHelper, startOptions, streamingTo } from "../src/core/attribution/handoff";
 import {
   type Attribution,
   attribute,
@@ -202,6 +202,7 @@ export class Engine {
       // one's thread is free, as it is between the read's slices, and not in the long passes after it.
       if (warm.prefaultShared !== undefined && size >= ATTRIBUTION_HELPER_MIN_BYTES)
         helper = startAttributionHelper();
+      const streamTo = helper;
       const model = await readSnapshot(opened.source, {
         signal: abort.signal,
         // Slices of `sliceBytes` (the first picture, onPreview, comes after the first), `ahead` of them
@@ -209,8 +210,10 @@ export class Engine {
         chunkBytes: sliceBytes.first,
         maxChunkBytes: sliceBytes.max,
         readAhead: sliceBytes.ahead ?? 2,
-        warmMemory: warm,
+        // (the helper pairs the trace as it is read: attribution/streamed-pairing.ts)
+        warmMemory: streamTo ? streamingTo(warm, streamTo) : warm,
         onProgress: (p) => {
+          if (streamTo && p.rows !== undefined) streamTo.streamRows(p.rows);
           last = p;
           const now = performance.now();
           // At most ~10 progress messages a second, plus every phase change: each one is a message and a
@@ -237,13 +240,17 @@ export class Engine {
       const t1 = performance.now();
       const errors: string[] = [];
       let attributedBy: Summary["attributedBy"] = "here";
+      let pairedWhileRead = false;
       let core: SnapshotSummary | undefined;
       this.model = model;
       try {
         const remote = helper?.attribute(model) ?? null;
         if (remote) {
-          // the replays' sweeps here meanwhile, their categories once the attribution is in, and the
-          // summary's counts (a pass over every entry) while the helper is still at work
+          // the replays' sweeps here meanwhile (once the helper's pass 1 of a trace it paired as it was
+          // read is in; failed, they pair it here), their categories once the attribution is in, and
+          // the summary's counts (a pass over every entry) while the helper is still at work
+          pairedWhileRead = (await helper?.paired()) ?? false;
+          if (abort.signal.aborted) return { ok: false, cancelled: true, message: "Loading was cancelled." };
           this.startReplays(model);
           core = coreSummary(model);
           // (null: the helper could not, attributed here as without one)
@@ -267,6 +274,7 @@ export class Engine {
         attributedBy,
         core,
       );
+      this.summary.pairedWhileRead = pairedWhileRead;
       return { ok: true, summary: this.summary };
     } catch (e) {
       this.close();

@@ -71,6 +71,7 @@ export function summarize(
     readMs,
     readBy,
     attributedBy,
+    pairedWhileRead: false,
     traceEntriesByWasm: model.source.traceEntriesByWasm ?? 0,
     analyseMs,
     analysisErrors,

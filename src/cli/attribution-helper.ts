@@ -19,14 +19,14 @@ export function startNodeAttributionHelper(): HelperClient | null {
     return null;
   }
   const client = helperClient(
-    (req) => {
-      worker.ref(); // (the process waits for the answer)
-      worker.postMessage(req);
+    (m) => {
+      if ("model" in m) worker.ref(); // a request: the process waits for the answer
+      worker.postMessage(m);
     },
     () => void worker.terminate(),
   );
   worker.on("message", (m: HelperReply) => {
-    if (!("up" in m)) worker.unref();
+    if ("ok" in m) worker.unref(); // answered (not "up", nor the streamed pairing before the answer)
     client.received(m);
   });
   worker.on("error", (e) => client.failed(e.message || "the attribution helper failed"));

@@ -2,6 +2,7 @@
 
 import { open } from "node:fs/promises";
 import { basename } from "node:path";
+import { type AttributionHelper, streamingTo } from "../core/attribution/handoff";
 import type { ByteSource } from "../core/formats/byte-source";
 import { permissionDenied, SnapshotReadError } from "../core/formats/errors";
 import { type ReadOptions, readSnapshot } from "../core/formats/read";
@@ -48,15 +49,30 @@ export async function withFileSource<T>(path: string, use: (src: ByteSource) => 
  */
 const SLICE_BYTES = 4 << 20;
 
-/** Reads a snapshot file; unless told otherwise, a worker thread faults in its trace columns' memory. */
-export async function readSnapshotFile(path: string, opts?: ReadOptions): Promise<SnapshotModel> {
-  const warm = opts?.warmMemory === undefined ? nodeWarmMemory() : null;
+/**
+ * Reads a snapshot file; unless told otherwise, a worker thread faults in its trace columns' memory, and
+ * `helper`, if given, pairs the trace as it is read (attribution/streamed-pairing.ts).
+ */
+export async function readSnapshotFile(
+  path: string,
+  opts?: ReadOptions,
+  helper?: AttributionHelper | null,
+): Promise<SnapshotModel> {
+  const own = opts?.warmMemory === undefined ? nodeWarmMemory() : null;
+  const warm = own ?? opts?.warmMemory ?? null;
   const sized: ReadOptions = { chunkBytes: SLICE_BYTES, ...opts };
+  if (warm && helper) {
+    const onProgress = sized.onProgress;
+    sized.onProgress = (p) => {
+      if (p.rows !== undefined) helper.streamRows(p.rows);
+      onProgress?.(p);
+    };
+  }
   try {
     return await withFileSource(path, (src) =>
-      readSnapshot(src, warm ? { ...sized, warmMemory: warm } : sized),
+      readSnapshot(src, warm ? { ...sized, warmMemory: helper ? streamingTo(warm, helper) : warm } : sized),
     );
   } finally {
-    warm?.release();
+    own?.release();
   }
 }

@@ -24,6 +24,8 @@ import { peakscopeVersion, toolInfo } from "./version";
 export type ReportIo = CliIo;
 
 export interface ReportDeps extends SnapshotDeps {
+  /** `helper`: the file's attribution helper, told of its trace as it is read (read-file.ts). */
+  readSnapshot(path: string, helper?: AttributionHelper | null): Promise<SnapshotModel>;
   /** A thread to attribute the file at this path on, where one is worth it (attribution-helper.ts). */
   attributionHelper?(path: string): AttributionHelper | null;
 }
@@ -121,7 +123,10 @@ function parseArgs(args: string[]): Args {
 export async function reportCommand(
   argv: string[],
   io: ReportIo,
-  deps: ReportDeps = { readSnapshot: readSnapshotFile, attributionHelper: attributionHelperFor },
+  deps: ReportDeps = {
+    readSnapshot: (path, helper) => readSnapshotFile(path, undefined, helper),
+    attributionHelper: attributionHelperFor,
+  },
 ): Promise<number> {
   let args: Args;
   try {
@@ -151,7 +156,7 @@ async function reportOn(
   let counters: CountersSidecar | null;
   let otherCounters: CountersSidecar | null = null;
   try {
-    model = await deps.readSnapshot(args.file);
+    model = await deps.readSnapshot(args.file, helper);
     counters = await sidecarFor(args.file, args.counters);
     if (args.compare) {
       other = await deps.readSnapshot(args.compare);

@@ -20,6 +20,8 @@ export interface ReadProgress {
   phase: "reading" | "parsing" | "building";
   bytesDone: number;
   bytesTotal: number;
+  /** Trace rows written so far (while parsing a pickle): see WarmMemory.onSharedColumns. */
+  rows?: number;
 }
 
 export interface ReadOptions {
@@ -188,7 +190,12 @@ async function unpickle(
           sized = true;
         }
       }
-      opts.onProgress?.({ phase: "parsing", bytesDone: progressOf(), bytesTotal: progressTotal });
+      opts.onProgress?.({
+        phase: "parsing",
+        bytesDone: progressOf(),
+        bytesTotal: progressTotal,
+        rows: assembler.stagedRows,
+      });
       const now = performance.now();
       const every = opts.previewEveryMs ?? 250;
       if (opts.onPreview && now - lastPreview >= every) {

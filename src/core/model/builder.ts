@@ -211,7 +211,12 @@ export class TraceColumns {
     const memory = this.warmMemory;
     if (memory === null || rows * WARM_BYTES_PER_ROW < (memory.minBytes ?? MIN_WARM_BYTES)) return;
     if (memory.prefaultShared !== undefined && typeof SharedArrayBuffer === "function") {
-      this.moveToShared(memory.prefaultShared, memory.analysisBytesPerRow ?? 0, more());
+      this.moveToShared(
+        memory.prefaultShared,
+        memory.analysisBytesPerRow ?? 0,
+        more(),
+        memory.onSharedColumns,
+      );
       return;
     }
     const warm: Partial<Record<WarmColumnName, WarmRequest>> = {};
@@ -233,6 +238,7 @@ export class TraceColumns {
     prefault: NonNullable<WarmMemory["prefaultShared"]>,
     analysisBytesPerRow: number,
     more: SharedColumn | null,
+    onShared: WarmMemory["onSharedColumns"],
   ): void {
     const buffers: SharedArrayBuffer[] = [];
     for (const [name, bytes] of WARM_COLUMNS) {
@@ -253,7 +259,22 @@ export class TraceColumns {
       bytesPerRow.splice(WARM_COLUMNS.length, 0, more.bytesPerRow);
       offsets.splice(WARM_COLUMNS.length, 0, more.offsetBytes);
     }
-    this.stopPrefault = prefault(buffers, bytesPerRow, this.capacity, offsets);
+    const stop = prefault(buffers, bytesPerRow, this.capacity, offsets);
+    const told = onShared?.({
+      action: this.action,
+      isWorkspace: this.isWorkspace,
+      addr: this.addr,
+      sizeBytes: this.sizeBytes,
+      stack: this.stack,
+      rows: this.capacity,
+      analysis: this.sharedAnalysis,
+    });
+    // (the analysis's memory, taken, is the other thread's: not handed on here)
+    if (told?.tookAnalysis) this.sharedAnalysis = null;
+    this.stopPrefault = () => {
+      stop();
+      told?.left();
+    };
   }
 
   /** Moves each entry column whose warm memory has come into it (unless the columns grew meanwhile). */

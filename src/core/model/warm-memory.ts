@@ -45,6 +45,23 @@ export interface WarmMemory {
     /** Where each buffer's row 0 is (default 0). */
     offsets?: number[],
   ) => () => void;
+  /**
+   * Told where the shared columns are (prefaultShared) for another thread to read the rows as they are
+   * written (attribution/streamed-pairing.ts), with the analysis's shared memory. Answers whether it took
+   * that memory (the read then does not hand it on), and what to call when the columns are left.
+   */
+  readonly onSharedColumns?: (columns: SharedTraceColumns) => { tookAnalysis: boolean; left(): void };
+}
+
+/** The shared columns of the staged rows that pass 1 reads, `rows` of them at most. */
+export interface SharedTraceColumns {
+  action: Uint8Array;
+  isWorkspace: Uint8Array;
+  addr: Float64Array;
+  sizeBytes: Float64Array;
+  stack: Int32Array;
+  rows: number;
+  analysis: SharedArrayBuffer | null;
 }
 
 /** Below this, fresh memory costs too little to be worth another thread's work (≈ 1.1 M trace entries). */

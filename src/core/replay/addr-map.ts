@@ -12,14 +12,37 @@ export class AddressMap {
   private mask: number;
   size = 0;
 
+  /** Whether its columns are made in shared memory (a map made on one thread and read on another). */
+  private readonly shared: boolean;
+
   /** `expected`: a guess at the number of distinct addresses; the table grows past it. */
-  constructor(expected: number, withSecond = false) {
+  constructor(expected: number, withSecond = false, shared = false) {
     let cap = 16;
     while (cap < expected * 2) cap *= 2;
-    this.keys = new Float64Array(cap).fill(EMPTY);
-    this.values = new Int32Array(cap);
-    this.second = withSecond ? new Int32Array(cap) : null;
+    this.shared = shared;
+    this.keys = this.f64(cap).fill(EMPTY);
+    this.values = this.i32(cap);
+    this.second = withSecond ? this.i32(cap) : null;
     this.mask = cap - 1;
+  }
+
+  /** The map whose columns another thread made (its keys, values, second and size), read as they are. */
+  static of(keys: Float64Array, values: Int32Array, second: Int32Array | null, size: number): AddressMap {
+    const map = new AddressMap(0, second !== null);
+    map.keys = keys;
+    map.values = values;
+    map.second = second;
+    map.mask = keys.length - 1;
+    map.size = size;
+    return map;
+  }
+
+  private f64(n: number): Float64Array {
+    return this.shared ? new Float64Array(new SharedArrayBuffer(n * 8)) : new Float64Array(n);
+  }
+
+  private i32(n: number): Int32Array {
+    return this.shared ? new Int32Array(new SharedArrayBuffer(n * 4)) : new Int32Array(n);
   }
 
   private static hash(addr: number): number {
@@ -69,9 +92,9 @@ export class AddressMap {
     const oldValues = this.values;
     const oldSecond = this.second;
     const cap = oldKeys.length * 2;
-    this.keys = new Float64Array(cap).fill(EMPTY);
-    this.values = new Int32Array(cap);
-    if (oldSecond) this.second = new Int32Array(cap);
+    this.keys = this.f64(cap).fill(EMPTY);
+    this.values = this.i32(cap);
+    if (oldSecond) this.second = this.i32(cap);
     this.mask = cap - 1;
     this.size = 0;
     for (let i = 0; i < oldKeys.length; i++) {

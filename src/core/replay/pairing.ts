@@ -16,32 +16,58 @@ import {
 } from "./types";
 
 /**
- * The columns every allocation writes are taken from the recycled memory (resident already: no page
- * faults); those written for a few (allocations made before the trace, blocks, other streams) are new
- * arrays, whose pages nothing writes stay unmapped.
+ * Where a pairing's columns come from, all zero-filled: `often` for those written for every allocation or
+ * entry, `rarely` for the others (their pages, never written, stay unmapped).
  */
-export function newAllocationTable(cap: number, entries: AllocationEntries): AllocationTable {
+export interface ColumnSource {
+  often: { f64(n: number): Float64Array; i32(n: number): Int32Array; u8(n: number): Uint8Array };
+  rarely: { f64(n: number): Float64Array; i32(n: number): Int32Array; u8(n: number): Uint8Array };
+}
+
+/**
+ * This thread's: the often written columns taken from the recycled memory (resident already: no page
+ * faults), the others new arrays.
+ */
+export const RECYCLED_COLUMNS: ColumnSource = {
+  often: { f64: (n) => takeFloat64(n), i32: (n) => takeInt32(n), u8: (n) => takeUint8(n) },
+  rarely: { f64: (n) => new Float64Array(n), i32: (n) => new Int32Array(n), u8: (n) => new Uint8Array(n) },
+};
+
+/**
+ * The columns every allocation writes are `often` ones (from the recycled memory unless told); those
+ * written for a few (allocations made before the trace, blocks, other streams) `rarely` ones.
+ */
+export function newAllocationTable(
+  cap: number,
+  entries: AllocationEntries,
+  from: ColumnSource = RECYCLED_COLUMNS,
+): AllocationTable {
+  const { often, rarely } = from;
   return {
     length: 0,
     entries,
-    ownAddress: new Float64Array(cap),
-    ownRequestedBytes: new Float64Array(cap),
-    sizeBytes: takeFloat64(cap),
-    sizeSource: new Uint8Array(cap),
-    origin: takeUint8(cap),
-    allocEvent: takeInt32(cap),
-    freeRequestedEvent: takeInt32(cap),
-    freeCompletedEvent: takeInt32(cap),
-    category: takeUint8(cap),
-    site: takeInt32(cap),
-    ownStack: new Int32Array(cap),
-    stream: new Int32Array(cap),
-    blockPlus1: new Int32Array(cap),
+    ownAddress: rarely.f64(cap),
+    ownRequestedBytes: rarely.f64(cap),
+    sizeBytes: often.f64(cap),
+    sizeSource: rarely.u8(cap),
+    origin: often.u8(cap),
+    allocEvent: often.i32(cap),
+    freeRequestedEvent: often.i32(cap),
+    freeCompletedEvent: often.i32(cap),
+    category: often.u8(cap),
+    site: often.i32(cap),
+    ownStack: rarely.i32(cap),
+    stream: rarely.i32(cap),
+    blockPlus1: rarely.i32(cap),
   };
 }
 
-export function growAllocationTable(t: AllocationTable, cap: number): AllocationTable {
-  const g = newAllocationTable(cap, t.entries);
+export function growAllocationTable(
+  t: AllocationTable,
+  cap: number,
+  from: ColumnSource = RECYCLED_COLUMNS,
+): AllocationTable {
+  const g = newAllocationTable(cap, t.entries, from);
   g.length = t.length;
   g.ownAddress.set(t.ownAddress);
   g.ownRequestedBytes.set(t.ownRequestedBytes);
@@ -82,37 +108,74 @@ export const Kind = {
   freeBoth: 4,
 } as const;
 
-/** Pass 1: pairs alloc / free_requested / free_completed entries by (address, ordinal). */
-export function pairEntries(
-  n: number,
-  action: Uint8Array,
-  isWorkspace: Uint8Array,
-  addrCol: Float64Array,
-  sizeCol: Float64Array,
-  stackCol: Int32Array,
+/** The trace columns pass 1 reads (its `entries`: addr, sizeBytes and stack). */
+export interface PairingColumns extends AllocationEntries {
+  action: Uint8Array;
+  isWorkspace: Uint8Array;
+}
+
+/**
+ * Pass 1 under way: the entries before `next` paired. Paired in one go after a read (pairEntries), or as
+ * the read goes, on another thread (attribution/streamed-pairing.ts).
+ */
+export interface PairingRun extends Paired {
+  next: number;
+  columns: PairingColumns;
+  anomalies: PairingAnomalies;
+  from: ColumnSource;
+}
+
+/**
+ * A pass 1 over `columns` with room for `rows` entries and about `capacity` allocations (the table grows
+ * past it). `eventAllocation` needs no filling: every entry paired writes its own.
+ */
+export function startPairing(
+  columns: PairingColumns,
+  rows: number,
   capacity: number,
   anomalies: PairingAnomalies,
-): Paired {
-  let A = newAllocationTable(capacity, { addr: addrCol, sizeBytes: sizeCol, stack: stackCol });
+  from: ColumnSource = RECYCLED_COLUMNS,
+): PairingRun {
+  // Addresses are reused heavily: start with the smallest table (cache-resident) and let it grow; the
+  // warm-up file (workers/warm-up.ts) then makes it probe and grow too, before a user's file does.
+  // (its second column: the last alloc entry at each address, which the attribution looks live blocks up by;
+  // in shared memory where the columns are another thread's too)
+  const shared = from !== RECYCLED_COLUMNS;
+  return {
+    next: 0,
+    columns,
+    anomalies,
+    from,
+    table: newAllocationTable(capacity, columns, from),
+    count: 0,
+    eventAllocation: from.often.i32(rows),
+    eventKind: from.often.u8(rows),
+    implicitCloses: new Map<number, number>(),
+    map: new AddressMap(0, true, shared),
+  };
+}
+
+/** Pairs the entries from `run.next` to `end`. */
+export function pairUpTo(run: PairingRun, end: number): void {
+  const { action, isWorkspace, addr: addrCol, sizeBytes: sizeCol } = run.columns;
+  const { eventAllocation, eventKind, implicitCloses, map, anomalies, from } = run;
+  let A = run.table;
   let pAddr = A.ownAddress;
   let pReq = A.ownRequestedBytes;
   let pFreeReq = A.freeRequestedEvent;
   let pFreeComp = A.freeCompletedEvent;
   let pAllocEv = A.allocEvent;
   let pOrigin = A.origin;
-  let count = 0;
-  const eventAllocation = takeInt32(n, -1);
-  const eventKind = takeUint8(n);
-  const implicitCloses = new Map<number, number>();
-  // Addresses are reused heavily: start with the smallest table (cache-resident) and let it grow; the
-  // warm-up file (workers/warm-up.ts) then makes it probe and grow too, before a user's file does.
-  // (its second column: the last alloc entry at each address, which the attribution looks live blocks up by)
-  const map = new AddressMap(0, true);
-  for (let i = 0; i < n; i++) {
+  let count = run.count;
+  for (let i = run.next; i < end; i++) {
     const a = action[i];
-    if (a > Action.free_completed || isWorkspace[i]) continue;
+    if (a > Action.free_completed || isWorkspace[i]) {
+      eventAllocation[i] = -1;
+      continue;
+    }
     const addr = addrCol[i];
     if (Number.isNaN(addr)) {
+      eventAllocation[i] = -1;
       anomalies.entriesWithoutAddress++;
       continue;
     }
@@ -124,7 +187,7 @@ export function pairEntries(
       // A new allocation: this alloc, or one made before the trace that this free reveals.
       if (count === pAddr.length) {
         A.length = count;
-        A = growAllocationTable(A, Math.ceil(count * 1.5) + 1024);
+        A = growAllocationTable(A, Math.ceil(count * 1.5) + 1024, from);
         pAddr = A.ownAddress;
         pReq = A.ownRequestedBytes;
         pFreeReq = A.freeRequestedEvent;
@@ -189,11 +252,31 @@ export function pairEntries(
     }
   }
   A.length = count;
-  return { table: A, count, eventAllocation, eventKind, implicitCloses, map };
+  run.table = A;
+  run.count = count;
+  if (end > run.next) run.next = end;
+}
+
+/** Pass 1: pairs alloc / free_requested / free_completed entries by (address, ordinal). */
+export function pairEntries(
+  n: number,
+  action: Uint8Array,
+  isWorkspace: Uint8Array,
+  addrCol: Float64Array,
+  sizeCol: Float64Array,
+  stackCol: Int32Array,
+  capacity: number,
+  anomalies: PairingAnomalies,
+): Paired {
+  const columns = { action, isWorkspace, addr: addrCol, sizeBytes: sizeCol, stack: stackCol };
+  const run = startPairing(columns, n, capacity, anomalies);
+  pairUpTo(run, n);
+  const { table, count, eventAllocation, eventKind, implicitCloses, map } = run;
+  return { table, count, eventAllocation, eventKind, implicitCloses, map };
 }
 
 /** The anomalies pass 1 counts (the replay adds them to its own). */
-type PairingAnomalies = Pick<
+export type PairingAnomalies = Pick<
   ReplayAnomalies,
   | "entriesWithoutAddress"
   | "allocOverLive"
@@ -215,13 +298,7 @@ function pairTrace(model: SnapshotModel, trace: TraceTable): KeptPairing {
   const { action, isWorkspace } = trace;
   let allocEvents = 0;
   for (let i = 0; i < n; i++) if (action[i] === Action.alloc && !isWorkspace[i]) allocEvents++;
-  const anomalies: PairingAnomalies = {
-    entriesWithoutAddress: 0,
-    allocOverLive: 0,
-    freesOfAllocationsBeforeTrace: 0,
-    repeatedFreeRequested: 0,
-    completedWithoutRequest: 0,
-  };
+  const anomalies = noAnomalies();
   // room for the blocks of the snapshot the trace never touches too (added by the replay)
   const capacity = allocEvents + countFinalBlocks(model, trace.device) + 1024 + (allocEvents >> 4);
   const paired = pairEntries(
@@ -245,20 +322,26 @@ export function tracePairing(model: SnapshotModel, trace: TraceTable): Paired {
 }
 
 /**
- * Keeps `paired` as pass 1 of `trace` (tracePairing's answer): another thread's pairing, whose columns the
- * attribution reads there (workers/attribution-helper.ts). Its anomalies are the replay's, not counted here.
+ * Keeps `paired` as pass 1 of `trace` (tracePairing's answer): another thread's pairing. On the helper, whose
+ * attribution reads it there (workers/attribution-helper.ts), its anomalies are the replay's, not counted;
+ * where the replay is to take it, they come with it.
  */
-export function keepPairing(trace: TraceTable, paired: Paired): void {
-  kept.set(trace, {
-    paired,
-    anomalies: {
-      entriesWithoutAddress: 0,
-      allocOverLive: 0,
-      freesOfAllocationsBeforeTrace: 0,
-      repeatedFreeRequested: 0,
-      completedWithoutRequest: 0,
-    },
-  });
+export function keepPairing(
+  trace: TraceTable,
+  paired: Paired,
+  anomalies: PairingAnomalies = noAnomalies(),
+): void {
+  kept.set(trace, { paired, anomalies });
+}
+
+export function noAnomalies(): PairingAnomalies {
+  return {
+    entriesWithoutAddress: 0,
+    allocOverLive: 0,
+    freesOfAllocationsBeforeTrace: 0,
+    repeatedFreeRequested: 0,
+    completedWithoutRequest: 0,
+  };
 }
 
 /** Pass 1 of `trace` for its replay: the kept one (handed over once), else paired now; counts anomalies. */

@@ -327,6 +327,8 @@ export async function attributedReplays(
     const attribution = attribute(model);
     return { attribution, replays: prepareReplays(model, replayInputs(attribution)), attributedBy: "here" };
   }
+  // (a trace the helper paired as it was read: its pass 1 first; failed, the replay pairs it here)
+  await helper?.paired();
   const opts = startOptions(model);
   const started = new Map<number, StartedReplay>();
   for (let d = 0; d < model.traces.length; d++)
