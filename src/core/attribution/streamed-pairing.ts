@@ -175,8 +175,12 @@ export class StreamFeed {
 
   constructor(
     private readonly send: (m: StreamMessage) => void,
-    /** Rows worth a message (fewer wait for the next). */
-    private readonly everyRows = 32768,
+    /**
+     * Rows worth a message (fewer wait for the next). Each message costs the reading thread ≈ 0.2 ms in
+     * the page here (every 32 768 rows: 42 ms of a 1.05 GB read in its profile), and the rows left to pair
+     * when the read ends cost the helper ≈ 8 ms at most.
+     */
+    private readonly everyRows = 1 << 18,
   ) {}
 
   start(start: StreamStart): void {
