@@ -73,7 +73,7 @@ export function SummaryPanel() {
                 : "The file was read and parsed by one worker"
             }; ${formatCount(s.traceEntriesByWasm)} of ${formatCount(s.traceEntries)} trace entries parsed by WebAssembly${
               s.attributedBy === "helper" ? "; attributed on a second thread while this one replayed" : ""
-            }${s.pairedWhileRead ? "; that thread paired the trace's allocations and frees while the file was read" : ""}`}
+            }${s.pairedWhileRead ? "; a second thread paired the trace's allocations and frees while the file was read" : ""}`}
           >
             {(s.readMs / 1000).toFixed(2)} s
             {s.readMs > 0 ? ` (${mbPerS(s.byteLength / 1e3 / s.readMs)} MB/s)` : ""}
