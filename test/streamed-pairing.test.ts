@@ -12,7 +12,12 @@ import { startNodeAttributionHelper } from "../src/cli/attribution-helper";
 import { readSnapshotFile } from "../src/cli/read-file";
 import { nodeWarmMemory } from "../src/cli/warm-memory";
 import type { AttributionHelper } from "../src/core/attribution/handoff";
-import { pairedFrom, StreamedPairing, sharedPaired } from "../src/core/attribution/streamed-pairing";
+import {
+  pairedFrom,
+  StreamedPairing,
+  StreamFeed,
+  sharedPaired,
+} from "../src/core/attribution/streamed-pairing";
 import { Action, type TraceTable } from "../src/core/model/types";
 import { noAnomalies, type Paired, type PairingColumns, pairEntries } from "../src/core/replay/pairing";
 import { growReal, HAVE_REAL } from "./helpers/python";
@@ -191,6 +196,46 @@ describe("the helper's pass 1, paired as the rows are written", () => {
     helper.receive({ stream: { columns: c, rows: 10, analysis: null } });
     helper.receive({ streamRows: 8 });
     expect(helper.finish(6)).toBeNull(); // paired past the trace's end
+  });
+});
+
+describe("which trace the helper's pairing is of (the reading thread's check at the read's end)", () => {
+  /** A trace of `n` rows viewing `c` from row `from`. */
+  const view = (c: PairingColumns, from: number, n: number) =>
+    ({
+      length: n,
+      action: c.action.subarray(from, from + n),
+      addr: c.addr.subarray(from, from + n),
+      sizeBytes: c.sizeBytes.subarray(from, from + n),
+      isWorkspace: c.isWorkspace.subarray(from, from + n),
+      stack: c.stack.subarray(from, from + n),
+    }) as unknown as TraceTable;
+  const empty = { length: 0 } as TraceTable;
+  const fed = (c: PairingColumns, rows: number) => {
+    const sent: unknown[] = [];
+    const feed = new StreamFeed((m) => sent.push(m), 10);
+    feed.start({ columns: c, rows: 1000, analysis: null });
+    feed.rows(rows);
+    return { feed, sent };
+  };
+
+  it("the one trace with entries, all the staged rows from the first: the helper's", () => {
+    const c = sharedColumns(1000);
+    const { feed, sent } = fed(c, 600);
+    expect(sent).toEqual([expect.objectContaining({ stream: expect.anything() }), { streamRows: 600 }]);
+    expect(feed.streamedTrace([empty, view(c, 0, 640), empty])).toBe(1);
+  });
+
+  it("two traces with entries, a trace not from the first row, other columns, fewer rows than told: not", () => {
+    const c = sharedColumns(1000);
+    expect(fed(c, 600).feed.streamedTrace([view(c, 0, 300), view(c, 300, 340)])).toBe(-1);
+    expect(fed(c, 600).feed.streamedTrace([view(c, 8, 632)])).toBe(-1);
+    expect(fed(c, 600).feed.streamedTrace([view(sharedColumns(1000), 0, 640)])).toBe(-1);
+    expect(fed(c, 600).feed.streamedTrace([view(c, 0, 500)])).toBe(-1);
+    // told to stop (the columns grew): not
+    const stopped = fed(c, 600).feed;
+    stopped.stop();
+    expect(stopped.streamedTrace([view(c, 0, 640)])).toBe(-1);
   });
 });
 
