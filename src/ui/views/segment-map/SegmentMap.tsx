@@ -161,9 +161,12 @@ function SegmentMapView() {
       return;
     }
     let stale = false;
-    ask((api) => api.block({ device, event }, hoverRef)).then((d) => {
-      if (!stale) setHoverDetail(d);
-    });
+    ask((api) => api.block({ device, event }, hoverRef)).then(
+      (d) => {
+        if (!stale) setHoverDetail(d);
+      },
+      () => {}, // the worker was replaced meanwhile (the next file's)
+    );
     return () => {
       stale = true;
     };
@@ -274,15 +277,18 @@ function SegmentMapView() {
               if (!h || h.block < 0 || !answer) return;
               const ref = answer.blockRef[h.block];
               if (ref < 0) return;
-              void ask((api) => api.block({ device, event }, ref)).then((d) => {
-                if (!d) return;
-                setSelected({ ref, event, detail: d });
-                // The workspace's sidebar shows it too, with its events and actions.
-                const generation = S.getState().generation;
-                useSelection
-                  .getState()
-                  .select(side, { kind: "block", generation, device, ref, event, detail: d });
-              });
+              void ask((api) => api.block({ device, event }, ref)).then(
+                (d) => {
+                  if (!d) return;
+                  setSelected({ ref, event, detail: d });
+                  // The workspace's sidebar shows it too, with its events and actions.
+                  const generation = S.getState().generation;
+                  useSelection
+                    .getState()
+                    .select(side, { kind: "block", generation, device, ref, event, detail: d });
+                },
+                () => {},
+              );
             }}
           />
           <MapSearchLayer answer={answer} layout={lay} event={event} geometry={MAP_GEOMETRY} />

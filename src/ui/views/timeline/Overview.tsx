@@ -35,9 +35,12 @@ export function Overview({
   useEffect(() => {
     if (width <= 0) return;
     let stale = false;
-    ask((api) => api.timeline({ device, axis: view.axis, x0: f0, x1: f1, buckets: plotWidth })).then((a) => {
-      if (!stale) setAnswer(a);
-    });
+    ask((api) => api.timeline({ device, axis: view.axis, x0: f0, x1: f1, buckets: plotWidth })).then(
+      (a) => {
+        if (!stale) setAnswer(a);
+      },
+      () => {}, // the worker was replaced meanwhile (the next file's)
+    );
     return () => {
       stale = true;
     };

@@ -181,9 +181,12 @@ export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) 
       return;
     }
     let stale = false;
-    ask((api) => api.siteAllocations(device, highlightSite, highlightBy)).then((ids) => {
-      if (!stale) setSiteAllocs(new Set(ids));
-    });
+    ask((api) => api.siteAllocations(device, highlightSite, highlightBy)).then(
+      (ids) => {
+        if (!stale) setSiteAllocs(new Set(ids));
+      },
+      () => {}, // the worker was replaced meanwhile (the next file's)
+    );
     return () => {
       stale = true;
     };
@@ -197,9 +200,12 @@ export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) 
       return;
     }
     let stale = false;
-    ask((api) => api.allocation(device, hoverAlloc)).then((d) => {
-      if (!stale) setDetail(d);
-    });
+    ask((api) => api.allocation(device, hoverAlloc)).then(
+      (d) => {
+        if (!stale) setDetail(d);
+      },
+      () => {}, // the worker was replaced meanwhile (the next file's)
+    );
     return () => {
       stale = true;
     };
@@ -462,7 +468,7 @@ export function Timeline({ height = DEFAULT_HEIGHT }: { height?: number } = {}) 
               if (!h || !answer) return;
               if (mode === "allocations" && h.band >= 0 && bands) {
                 const k = bands.alloc[h.band];
-                void ask((api) => api.allocation(device, k)).then(setSelected);
+                void ask((api) => api.allocation(device, k)).then(setSelected, () => {});
               }
               const ev = answer.lastEvent[h.bucket];
               if (ev >= 0) pin(ev);
