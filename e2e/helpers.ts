@@ -46,6 +46,9 @@ export async function dropFiles(
     const o = typeof f === "string" ? { path: f } : f;
     return { b64: (o.bytes ?? readFileSync(o.path)).toString("base64"), name: o.name ?? basename(o.path) };
   });
+  // The window's drop listener is attached by an effect (DropTarget), which has run once App's effect has
+  // set body[data-state]: a drop dispatched before that was lost (the page stayed empty; seen once in CI).
+  await page.waitForFunction(() => !!document.body?.dataset.state);
   await page.evaluate(
     async ({ list, right }) => {
       const dt = new DataTransfer();
