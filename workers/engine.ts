@@ -202,7 +202,6 @@ export class Engine {
       // one's thread is free, as it is between the read's slices, and not in the long passes after it.
       if (warm.prefaultShared !== undefined && size >= ATTRIBUTION_HELPER_MIN_BYTES)
         helper = startAttributionHelper();
-      const streamTo = helper;
       const model = await readSnapshot(opened.source, {
         signal: abort.signal,
         // Slices of `sliceBytes` (the first picture, onPreview, comes after the first), `ahead` of them
@@ -211,9 +210,8 @@ export class Engine {
         maxChunkBytes: sliceBytes.max,
         readAhead: sliceBytes.ahead ?? 2,
         // (the helper pairs the trace as it is read: attribution/streamed-pairing.ts)
-        warmMemory: streamTo ? streamingTo(warm, streamTo) : warm,
+        warmMemory: helper ? streamingTo(warm, helper) : warm,
         onProgress: (p) => {
-          if (streamTo && p.rows !== undefined) streamTo.streamRows(p.rows);
           last = p;
           const now = performance.now();
           // At most 4 progress messages a second, plus every phase change: each one is a message and a

@@ -61,13 +61,6 @@ export async function readSnapshotFile(
   const own = opts?.warmMemory === undefined ? nodeWarmMemory() : null;
   const warm = own ?? opts?.warmMemory ?? null;
   const sized: ReadOptions = { chunkBytes: SLICE_BYTES, ...opts };
-  if (warm && helper) {
-    const onProgress = sized.onProgress;
-    sized.onProgress = (p) => {
-      if (p.rows !== undefined) helper.streamRows(p.rows);
-      onProgress?.(p);
-    };
-  }
   try {
     return await withFileSource(path, (src) =>
       readSnapshot(src, warm ? { ...sized, warmMemory: helper ? streamingTo(warm, helper) : warm } : sized),

@@ -305,9 +305,8 @@ export interface AttributionHelper {
 }
 
 /**
- * `warm` telling `helper` where the shared columns are as the read makes them, and giving it the
- * analysis's shared memory for the pairing's columns (the reading thread tells it the rows written:
- * streamRows).
+ * `warm` telling `helper` where the shared columns are as the read makes them and how many rows are
+ * written, and giving it the analysis's shared memory for the pairing's columns.
  */
 export function streamingTo(warm: WarmMemory, helper: AttributionHelper): WarmMemory {
   return {
@@ -321,6 +320,7 @@ export function streamingTo(warm: WarmMemory, helper: AttributionHelper): WarmMe
       });
       return { tookAnalysis: analysis !== null, left: () => helper.streamStop() };
     },
+    onRowsWritten: (rows) => helper.streamRows(rows),
   };
 }
 

@@ -20,8 +20,6 @@ export interface ReadProgress {
   phase: "reading" | "parsing" | "building";
   bytesDone: number;
   bytesTotal: number;
-  /** Trace rows written so far (while parsing a pickle): see WarmMemory.onSharedColumns. */
-  rows?: number;
 }
 
 export interface ReadOptions {
@@ -190,12 +188,8 @@ async function unpickle(
           sized = true;
         }
       }
-      opts.onProgress?.({
-        phase: "parsing",
-        bytesDone: progressOf(),
-        bytesTotal: progressTotal,
-        rows: assembler.stagedRows,
-      });
+      opts.warmMemory?.onRowsWritten?.(assembler.stagedRows);
+      opts.onProgress?.({ phase: "parsing", bytesDone: progressOf(), bytesTotal: progressTotal });
       const now = performance.now();
       const every = opts.previewEveryMs ?? 250;
       if (opts.onPreview && now - lastPreview >= every) {

@@ -51,6 +51,8 @@ export interface WarmMemory {
    * that memory (the read then does not hand it on), and what to call when the columns are left.
    */
   readonly onSharedColumns?: (columns: SharedTraceColumns) => { tookAnalysis: boolean; left(): void };
+  /** Told, as the read goes, that rows 0…rows-1 of those columns are written. */
+  readonly onRowsWritten?: (rows: number) => void;
 }
 
 /** The shared columns of the staged rows that pass 1 reads, `rows` of them at most. */
