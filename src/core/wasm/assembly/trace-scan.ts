@@ -757,14 +757,25 @@ function cacheMatch(start: i32): i32 {
   return cacheWalk(cacheHead(), start, listBytes);
 }
 
-/** The stack of the list in chain `head` whose bytes are those at IN + start (of length `n` when n ≥ 0). */
+/**
+ * The stack of the list in chain `head` whose bytes are those at IN + start (of length `n` when n ≥ 0).
+ * A chain found by the first PREFIX_BYTES holds every cached list that starts alike (on a real-shaped
+ * training file, 5 a lookup on average; 2.3 visited with the move to the front): a list of another
+ * length is passed over on one byte of the input, the APPENDS it would end with, without reading its
+ * cached bytes; a list of this length is compared from after the prefix (where lists that start alike
+ * differ), the prefix last.
+ */
 function cacheWalk(head: i32, start: i32, n: i32): i32 {
   let prev = 0;
+  const at = IN + start;
   for (let e1 = load<i32>(head); e1 !== 0; ) {
     const e = CACHE_ENTRIES + ((e1 - 1) << 4);
     const next = load<i32>(e + 12);
     const len = load<i32>(e + 4);
-    if ((n < 0 ? len <= END - start : len === n) && sameBytes(IN + start, load<i32>(e), len)) {
+    if (
+      (n < 0 ? len <= END - start && <i32>load<u8>(at + len - 1) === APPENDS : len === n) &&
+      sameList(at, load<i32>(e), len)
+    ) {
       if (prev !== 0) {
         // move to the front: the stacks in use now are likely to be met again soon
         store<i32>(CACHE_ENTRIES + ((prev - 1) << 4) + 12, next);
@@ -778,6 +789,14 @@ function cacheWalk(head: i32, start: i32, n: i32): i32 {
     e1 = next;
   }
   return -1;
+}
+
+/** sameBytes() of two lists, the bytes after the first PREFIX_BYTES compared first. */
+function sameList(a: i32, b: i32, n: i32): bool {
+  if (n < PREFIX_BYTES + 8) return sameBytes(a, b, n);
+  return (
+    sameBytes(a + PREFIX_BYTES, b + PREFIX_BYTES, n - PREFIX_BYTES) && sameBytes(a, b, PREFIX_BYTES)
+  );
 }
 
 function sameBytes(a: i32, b: i32, n: i32): bool {
