@@ -34,6 +34,8 @@ export async function withFileSource<T>(path: string, use: (src: ByteSource) => 
       // Lets the reader recycle its slice buffers instead of faulting in fresh memory per slice.
       readInto: async (offset, target) =>
         target.subarray(0, (await handle.read(target, 0, target.length, offset)).bytesRead),
+      // (so the scanner's memory takes the slices: scanned where they are, no copy into its window)
+      readsInPlace: true,
     };
     return await use(src);
   } finally {

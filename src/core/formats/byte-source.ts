@@ -15,6 +15,11 @@ export interface ByteSource {
    * a page fault per 4 KiB (≈ 0.3 s of CPU per GB read on a 2-core VM).
    */
   readInto?(offset: number, target: Uint8Array): Promise<Uint8Array>;
+  /**
+   * Whether readInto() writes into `target` itself, whatever memory it is a view of (a shared
+   * WebAssembly memory's included): a file read in Node. Not a source that transfers the buffer.
+   */
+  readonly readsInPlace?: boolean;
 }
 
 export function bytesByteSource(bytes: Uint8Array, name = "bytes"): ByteSource {
@@ -65,6 +70,8 @@ export async function* readChunks(
   readAhead = 1,
   reuse = false,
   first: FirstSlice | null = null,
+  /** Memory for a new slice (else a new array), as long as it has some (readsInPlace sources). */
+  alloc: ((length: number) => Uint8Array | null) | null = null,
 ): AsyncGenerator<Uint8Array> {
   const readInto = reuse && src.readInto ? src.readInto.bind(src) : null;
   const free: Uint8Array[] = [];
@@ -80,10 +87,11 @@ export async function* readChunks(
       const entry: Slot = { bytes: null, buffer: null };
       if (readInto !== null) {
         const spare = free.pop();
-        const b = spare !== undefined && spare.length >= length ? spare : new Uint8Array(length);
+        const b =
+          spare !== undefined && spare.length >= length ? spare : (alloc?.(length) ?? new Uint8Array(length));
         p = readInto(offset, b.subarray(0, length)).then((bytes) => {
           // the memory the bytes are in (b's, or the buffer that replaced it) is what recycles
-          entry.buffer = new Uint8Array(bytes.buffer);
+          entry.buffer = bytes.buffer === b.buffer ? b : new Uint8Array(bytes.buffer);
           return bytes;
         });
       } else p = src.read(offset, length);
@@ -98,8 +106,9 @@ export async function* readChunks(
   let previous: Uint8Array | null = null;
   if (first !== null && first.bytes.length > 0) {
     yield first.bytes;
-    // read into memory of our own (readFirstSlice): it serves the next slices like theirs
-    if (readInto !== null && first.own) previous = new Uint8Array(first.bytes.buffer);
+    // read into memory of our own (readFirstSlice): it serves the next slices like theirs (not where
+    // `alloc` gives them memory: theirs is scanned in place)
+    if (readInto !== null && first.own && alloc === null) previous = new Uint8Array(first.bytes.buffer);
   }
   while (queue.length > 0) {
     const next = queue.shift() as Slot;

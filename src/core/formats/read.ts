@@ -243,24 +243,34 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
   }
   let format: InputFormat = kind === "gzip" ? "pickle+gzip" : kind;
   const warm = opts.warmMemory;
+  const maxChunkBytes = opts.maxChunkBytes ?? chunkBytes;
+  const readAhead = opts.readAhead ?? 1;
+  // where the warmer will fault the columns in ahead (a file of ≈ 1 M entries and more), the memo too
+  const sharedMemory =
+    warm?.prefaultShared !== undefined && src.sizeBytes >= 4 * (warm.minBytes ?? MIN_WARM_BYTES);
+  // A plain pickle's slices are fed to the unpickler, which keeps no reference to them: buffers recycle.
+  // Where the source reads into any memory (Node), that memory is the scanner's (shared, so it stays valid
+  // as it grows), and the slices are scanned where they are: the slices being read ahead, the one parsed
+  // and the one given back.
+  const reuse = kind === "pickle";
+  const inPlace = reuse && sharedMemory && src.readsInPlace === true && opts.scanner !== "js";
   const assembler = new SnapshotAssembler({
     wasm: opts.scanner !== "js",
-    // where the warmer will fault the columns in ahead (a file of ≈ 1 M entries and more), the memo too
-    sharedMemory:
-      warm?.prefaultShared !== undefined && src.sizeBytes >= 4 * (warm.minBytes ?? MIN_WARM_BYTES),
+    sharedMemory,
+    sliceBytes: inPlace ? (readAhead + 3) * maxChunkBytes : 0,
   });
   assembler.staging.warmMemory = opts.warmMemory ?? null;
   const notes: string[] = [];
   const read = { bytes: 0 };
-  // a plain pickle's slices are fed to the unpickler, which keeps no reference to them: buffers recycle
   const fileChunks = counting(
     readChunks(
       src,
       chunkBytes,
-      opts.maxChunkBytes ?? chunkBytes,
-      opts.readAhead ?? 1,
-      kind === "pickle",
+      maxChunkBytes,
+      readAhead,
+      reuse,
       firstSlice,
+      inPlace ? (length) => assembler.scanner.sliceMemory(length) : null,
     ),
     read,
   );

@@ -50,14 +50,16 @@ export class SnapshotAssembler implements EntrySink {
 
   /**
    * `wasm: false` parses trace entries with the JavaScript scanner alone (for comparisons).
-   * `sharedMemory`: the WebAssembly scanner's memory is shared (a big file read with a warmer thread).
+   * `sharedMemory`: the WebAssembly scanner's memory is shared (a big file read with a warmer thread);
+   * `sliceBytes` of it are then for the file's slices to be read into (WasmTraceScanner.sliceMemory).
    */
-  constructor(options: { wasm?: boolean; sharedMemory?: boolean } = {}) {
+  constructor(options: { wasm?: boolean; sharedMemory?: boolean; sliceBytes?: number } = {}) {
     this.scanner = new WasmTraceScanner(
       this,
       new TraceEntryScanner(this),
       options.wasm ?? true,
       options.sharedMemory ?? false,
+      options.sliceBytes ?? 0,
     );
   }
 

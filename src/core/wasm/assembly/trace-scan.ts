@@ -117,7 +117,10 @@ const FRAMES_CAP: i32 = 1 << 20;
 const KEY_SLOT_CAP: i32 = 1 << 16;
 
 // Regions (byte addresses, set by init())
+/** Where scan() reads its bytes: the window region (WINDOW), or a slice read in place (setInput). */
 let IN: i32 = 0;
+let WINDOW: i32 = 0;
+let SLICES: i32 = 0;
 let R_ACTION: i32 = 0;
 let R_ADDR: i32 = 0;
 let R_SIZE: i32 = 0;
@@ -167,11 +170,17 @@ function region(at: i32, bytes: i32): i32 {
   return (at + bytes + 15) & ~15;
 }
 
-/** Lays out the regions; returns the byte address of the memo (the last region: it grows). */
-export function init(): i32 {
+/**
+ * Lays out the regions, with `sliceBytes` for the file's slices to be read into (sliceAddress()); returns
+ * the byte address of the memo (the last region: it grows).
+ */
+export function init(sliceBytes: i32): i32 {
   let at = (<i32>__heap_base + 65535) & ~65535;
+  WINDOW = at;
   IN = at;
   at = region(at, WINDOW_BYTES + 64);
+  SLICES = at;
+  at = region(at, sliceBytes);
   R_ACTION = at;
   at = region(at, MAX_ROWS);
   R_ADDR = at;
@@ -221,7 +230,20 @@ export function init(): i32 {
 }
 
 export function inputAddress(): i32 {
-  return IN;
+  return WINDOW;
+}
+export function sliceAddress(): i32 {
+  return SLICES;
+}
+export function memoAddress(): i32 {
+  return MEMO;
+}
+/**
+ * Where the next scan() reads: the window region (0), or bytes already in this memory (a slice read into
+ * the slice region): scanned where they are, without a copy into the window.
+ */
+export function setInput(address: i32): void {
+  IN = address === 0 ? WINDOW : address;
 }
 export function infoAddress(): i32 {
   return INFO;
@@ -794,9 +816,7 @@ function cacheWalk(head: i32, start: i32, n: i32): i32 {
 /** sameBytes() of two lists, the bytes after the first PREFIX_BYTES compared first. */
 function sameList(a: i32, b: i32, n: i32): bool {
   if (n < PREFIX_BYTES + 8) return sameBytes(a, b, n);
-  return (
-    sameBytes(a + PREFIX_BYTES, b + PREFIX_BYTES, n - PREFIX_BYTES) && sameBytes(a, b, PREFIX_BYTES)
-  );
+  return sameBytes(a + PREFIX_BYTES, b + PREFIX_BYTES, n - PREFIX_BYTES) && sameBytes(a, b, PREFIX_BYTES);
 }
 
 function sameBytes(a: i32, b: i32, n: i32): bool {
