@@ -105,6 +105,10 @@ test.describe("side panel", () => {
     await expect(page.getByTestId("summary-read")).toHaveAttribute("data-attributed-by", "helper");
     // its trace paired on that thread as the file was read (src/core/attribution/streamed-pairing.ts)
     await expect(page.getByTestId("summary-read")).toHaveAttribute("data-paired-while-read", "1");
+    // its slices after the first read by the reader worker straight into the scanner's shared memory and
+    // scanned there (model/wasm-scanner.ts sliceMemory): at least all but the first and last 4 MiB
+    const inPlace = Number(await page.getByTestId("summary-read").getAttribute("data-slices-in-place"));
+    expect(inPlace).toBeGreaterThanOrEqual(Math.floor(statSync(big).size / (4 << 20)) - 2);
     await expectPanelEqualsReport(page, report, 0, big);
     expect(errors).toEqual([]);
   });

@@ -114,6 +114,8 @@ export interface Summary {
   pairedWhileRead: boolean;
   /** Trace entries the WebAssembly scanner parsed (0: WebAssembly unavailable or forbidden here). */
   traceEntriesByWasm: number;
+  /** The file's slices read into the scanner's memory and scanned there (big files, shared memory). */
+  slicesReadInPlace: number;
   analyseMs: number;
   /** What part of the analysis failed, if any; the summary is still shown. */
   analysisErrors: string[];

@@ -108,8 +108,10 @@ async function download(id, url, first, max, window) {
 }
 // Each file's Blob, sent with its first slice only (a Blob posted costs the asker ≈ 0.6 ms a message).
 const blobs = new Map();
+// A slice asked into shared memory (sab, at) is read here first, into memory kept for the next one.
+let scratch = null;
 onmessage = (e) => {
-  const { id, file, offset, length, buf } = e.data;
+  const { id, file, offset, length, buf, sab, at } = e.data;
   if (id === -1) { closeOpen(); blobs.delete(file); return; }
   if (e.data.url) { download(id, e.data.url, e.data.first, e.data.max, e.data.window); return; }
   if (e.data.ack !== undefined) {
@@ -134,13 +136,18 @@ onmessage = (e) => {
     try {
       let r;
       try {
-        r = await fromStream(file, blob, offset, length, buf);
+        r = await fromStream(file, blob, offset, length, sab ? scratch : buf);
       } catch (streamError) {
         closeOpen();
         const ab = await blob.slice(offset, offset + length).arrayBuffer();
         r = { ab, n: ab.byteLength };
       }
-      postMessage({ id, buf: r.ab, n: r.n }, [r.ab]);
+      if (sab) {
+        // (the asker's offset is a multiple of 8, as is 0: V8 then copies into shared memory a word at a time)
+        new Uint8Array(sab, at, r.n).set(new Uint8Array(r.ab, 0, r.n));
+        scratch = r.ab;
+        postMessage({ id, n: r.n, inPlace: true });
+      } else postMessage({ id, buf: r.ab, n: r.n }, [r.ab]);
     } catch (err) {
       postMessage({ id, error: String(err && err.message ? err.message : err) });
     }
@@ -149,6 +156,8 @@ onmessage = (e) => {
 
 interface Pending {
   resolve: (bytes: Uint8Array) => void;
+  /** The slice was read into the shared memory it was asked into: `n` bytes of it. */
+  inPlace?: (n: number) => void;
   reject: (e: Error) => void;
   /** Reads the slice directly instead (the reader stopped). */
   retry: () => void;
@@ -235,7 +244,9 @@ function startReader(): Reader | null {
   const worker = helperWorker(READER_SCRIPT);
   if (worker === null) return null;
   const r: Reader = { worker, pending: new Map(), downloads: new Map(), nextId: 0, failed: false };
-  worker.onmessage = (e: MessageEvent<{ id: number; buf?: ArrayBuffer; n?: number; error?: string }>) => {
+  worker.onmessage = (
+    e: MessageEvent<{ id: number; buf?: ArrayBuffer; n?: number; inPlace?: boolean; error?: string }>,
+  ) => {
     const d = r.downloads.get(e.data.id);
     if (d) {
       d(e.data as unknown as DownloadMessage);
@@ -245,6 +256,7 @@ function startReader(): Reader | null {
     if (!p) return;
     r.pending.delete(e.data.id);
     if (e.data.buf) p.resolve(new Uint8Array(e.data.buf, 0, e.data.n ?? e.data.buf.byteLength));
+    else if (e.data.inPlace && p.inPlace) p.inPlace(e.data.n ?? 0);
     else p.reject(new Error(e.data.error ?? "the file could not be read"));
   };
   // The reader could not start (or stopped): what it was asked for, and everything after, is read here.
@@ -285,6 +297,10 @@ export function startReaderNow(): void {
   if (shared === undefined) shared = startReader();
 }
 
+function isShared(buffer: ArrayBufferLike): boolean {
+  return typeof SharedArrayBuffer === "function" && buffer instanceof SharedArrayBuffer;
+}
+
 /** Tells the reader's streams of one file from another's (a Blob posted twice arrives as two objects). */
 let nextFileKey = 0;
 
@@ -297,7 +313,10 @@ export function parallelBlobSource(blob: Blob, name: string): ParallelSource {
   let direct = !r;
   /** Whether the reader has this file's Blob (sent with the first slice asked). */
   let blobSent = false;
-  /** `into`: memory to read into (transferred to the reader and back), from its buffer's start. */
+  /**
+   * `into`: memory to read into: from its buffer's start, transferred to the reader and back; or shared
+   * memory (the scanner's, WasmTraceScanner.sliceMemory), which the reader writes the slice into.
+   */
   const ask = (offset: number, length: number, into: Uint8Array | null): Promise<Uint8Array> => {
     if (!r || r.failed) {
       direct = true;
@@ -321,10 +340,21 @@ export function parallelBlobSource(blob: Blob, name: string): ParallelSource {
           direct = true;
           directly.read(offset, length).then(resolve, reject);
         },
+        inPlace:
+          into === null
+            ? undefined
+            : (n) => {
+                done();
+                resolve(into.subarray(0, n));
+              },
       });
-      const buf = into !== null && into.byteOffset === 0 ? (into.buffer as ArrayBuffer) : null;
       const sent = blobSent ? undefined : blob;
       blobSent = true;
+      if (into !== null && isShared(into.buffer) && into.byteOffset % 8 === 0) {
+        r.worker.postMessage({ id, file, blob: sent, offset, length, sab: into.buffer, at: into.byteOffset });
+        return;
+      }
+      const buf = into !== null && into.byteOffset === 0 ? (into.buffer as ArrayBuffer) : null;
       if (buf) r.worker.postMessage({ id, file, blob: sent, offset, length, buf }, [buf]);
       else r.worker.postMessage({ id, file, blob: sent, offset, length });
     });
@@ -336,6 +366,8 @@ export function parallelBlobSource(blob: Blob, name: string): ParallelSource {
       read: (offset, length) => ask(offset, length, null),
       // only with a reader: read directly, a Blob gives fresh memory anyway
       readInto: r ? (offset, target) => ask(offset, target.length, target) : undefined,
+      // (the reader writes a slice asked into shared memory there: the scanner then reads it in place)
+      readsInPlace: r !== null,
     },
     parallel: () => !direct,
     // Reads still in flight for this file are dropped (their answers are ignored when they come), and

@@ -73,6 +73,7 @@ export function summarize(
     attributedBy,
     pairedWhileRead: false,
     traceEntriesByWasm: model.source.traceEntriesByWasm ?? 0,
+    slicesReadInPlace: model.source.slicesReadInPlace ?? 0,
     analyseMs,
     analysisErrors,
   };

@@ -16,8 +16,9 @@ export interface ByteSource {
    */
   readInto?(offset: number, target: Uint8Array): Promise<Uint8Array>;
   /**
-   * Whether readInto() writes into `target` itself, whatever memory it is a view of (a shared
-   * WebAssembly memory's included): a file read in Node. Not a source that transfers the buffer.
+   * Whether readInto() writes into `target` itself where `target` is a view of shared memory (a shared
+   * WebAssembly memory's): a file read in Node, or the page's reader worker, which copies the slice into
+   * it. The bytes resolved are then `target`'s own (unless the read fell back to another way).
    */
   readonly readsInPlace?: boolean;
 }

@@ -208,12 +208,20 @@ async function unpickle(
   return { root: u.finish(), protocol: u.protocol, trailingBytes: u.trailingBytes };
 }
 
-/** Counts bytes flowing through an iterable (compressed input progress). */
-function counting(chunks: AsyncIterable<Uint8Array>, counter: { bytes: number }): AsyncIterable<Uint8Array> {
+/**
+ * Counts bytes flowing through an iterable (compressed input progress), and the slices in shared memory
+ * (the scanner's, read into it to be scanned in place).
+ */
+function counting(
+  chunks: AsyncIterable<Uint8Array>,
+  counter: { bytes: number; inPlace: number },
+): AsyncIterable<Uint8Array> {
   return {
     async *[Symbol.asyncIterator]() {
       for await (const c of chunks) {
         counter.bytes += c.length;
+        if (typeof SharedArrayBuffer === "function" && c.buffer instanceof SharedArrayBuffer)
+          counter.inPlace++;
         yield c;
       }
     },
@@ -261,7 +269,7 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
   });
   assembler.staging.warmMemory = opts.warmMemory ?? null;
   const notes: string[] = [];
-  const read = { bytes: 0 };
+  const read = { bytes: 0, inPlace: 0 };
   const fileChunks = counting(
     readChunks(
       src,
@@ -361,6 +369,7 @@ export async function readSnapshot(src: ByteSource, opts: ReadOptions = {}): Pro
       format,
       pickleProtocol: protocol,
       notes,
+      slicesReadInPlace: read.inPlace,
     });
     if (model.layout === "segment-list" && format === "pickle") model.source.format = "segment-list";
     return model;

@@ -213,6 +213,11 @@ export interface SnapshotSource {
    * WebAssembly is unavailable or forbidden (a page whose CSP lacks 'wasm-unsafe-eval').
    */
   traceEntriesByWasm?: number;
+  /**
+   * The file's slices read into the WebAssembly scanner's shared memory and scanned there, without a
+   * copy (a big file read where threads share memory: model/wasm-scanner.ts sliceMemory).
+   */
+  slicesReadInPlace?: number;
 }
 
 export interface SnapshotModel {

@@ -67,13 +67,18 @@ export function SummaryPanel() {
             data-attributed-by={s.attributedBy}
             data-paired-while-read={s.pairedWhileRead ? "1" : "0"}
             data-wasm-entries={s.traceEntriesByWasm}
+            data-slices-in-place={s.slicesReadInPlace}
             title={`${
               s.readBy === "parallel"
                 ? "The file's slices were read by a second worker while this one parsed"
                 : "The file was read and parsed by one worker"
             }; ${formatCount(s.traceEntriesByWasm)} of ${formatCount(s.traceEntries)} trace entries parsed by WebAssembly${
               s.attributedBy === "helper" ? "; attributed on a second thread while this one replayed" : ""
-            }${s.pairedWhileRead ? "; a second thread paired the trace's allocations and frees while the file was read" : ""}`}
+            }${s.pairedWhileRead ? "; a second thread paired the trace's allocations and frees while the file was read" : ""}${
+              s.slicesReadInPlace > 0
+                ? `; ${formatCount(s.slicesReadInPlace)} of its slices read straight into the scanner's memory`
+                : ""
+            }`}
           >
             {(s.readMs / 1000).toFixed(2)} s
             {s.readMs > 0 ? ` (${mbPerS(s.byteLength / 1e3 / s.readMs)} MB/s)` : ""}
