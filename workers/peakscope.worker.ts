@@ -13,7 +13,6 @@ import { Engine } from "./engine";
 import { FirstPicture } from "./first-picture";
 import { healthAnswer, healthTimeline } from "./health";
 import { leaksAnswer } from "./leaks";
-import { stopWarmer } from "./memory-warmer";
 import { startReaderNow, stopReader } from "./parallel-reader";
 import { rankTransferables, summarizeRankFile } from "./ranks";
 import { reportHtml } from "./save-report";
@@ -195,7 +194,6 @@ const api: WorkerApi = {
     cancelWarmUp();
     for (const e of engines) e.cancel();
     stopReader();
-    stopWarmer();
     // the reader's thread ends on its own a moment after terminate(): give it that moment while this
     // worker is still running (see stopReader)
     await new Promise((resolve) => setTimeout(resolve, READER_END_MS));

@@ -1,15 +1,18 @@
-// Memory another thread has already written, asked for ahead of need.
+// Memory another thread has already written, asked for ahead of need; and, where threads share memory,
+// the trace's columns made in shared memory for another thread to read as they are written.
 //
-// Why: the first write to a page of fresh memory costs a page fault, and on the virtual machines these
-// figures are measured on that is 3–7 ms per MB (docs/speed.md): on a 1 GB file, the trace's own columns
+// Why it was made: the first write to a page of fresh memory costs a page fault, and on the virtual
+// machine these figures are measured on that was 3–7 ms per MB: on a 1 GB file, the trace's own columns
 // (29 bytes an entry, ≈ 200 MB) cost the parsing thread more than a second of faults. A thread with
-// nothing else to do can take those faults instead: it writes one byte per page of a new buffer and hands
-// the buffer over (transferred, not copied, so its pages stay faulted in). The columns then copy what
-// they hold so far into it (a memcpy into resident memory) and go on there.
+// nothing else to do took those faults instead. Since 2026-12-05 the product starts no such thread
+// (workers/memory-warmer.ts, src/cli/warm-memory.ts): faults there now cost 0.4–1 ms per MB, and the
+// warmer's work on the second core made every big load slower (docs/speed.md). The sessions they make
+// have no warmer (`ask` never comes; `prefaultShared` makes the columns shared and faults nothing), and
+// the shared columns remain for the attribution helper (attribution/streamed-pairing.ts). The mechanism
+// stays tested with warmers of the tests' own.
 //
-// The core only knows this interface; the page's worker (workers/memory-warmer.ts) and the CLI
-// (src/cli/warm-memory.ts) provide it. Without one (a test's own read, a page that cannot start a
-// worker), the columns are plain fresh memory, as before.
+// The core only knows this interface. Without one (a test's own read), the columns are plain fresh
+// memory.
 
 /** A request for warm memory: `take()` gives the buffer once it has come (null until then). */
 export interface WarmRequest {
@@ -70,14 +73,12 @@ export interface SharedTraceColumns {
 export const MIN_WARM_BYTES = 32 << 20;
 
 /**
- * The analysis's columns that every entry or allocation writes (the attribution's, the pairing's and its
- * allocation table's, the replay's allocated column) take ≈ 35 bytes a trace entry of recycled memory;
- * the scanner's memo, the file's slices and the trace columns' slack give about half of it. A warmer's
- * 16 bytes an entry more cover the rest (28 did no better): on the real-shaped 1.05 GB file the main
- * thread's faults after the read fell from 125–137 to 24–26 MB (Node), and the page's load A/B was
- * 3.78 → 3.73 s and 3.81 → 3.66 s (5 and 6 runs each; docs/speed.md).
+ * Warm memory asked for the analysis's columns, bytes a trace entry. It was 16 (a warmer thread faulting
+ * the analysis's memory in during the read: 3.78 → 3.66 s at 1.05 GB when faults cost 3–7 ms per MB).
+ * With faults at 0.4–1 ms per MB, that work on the second core slowed the read (the reader worker fell
+ * behind): 1.05 GB 2761 → 2506 ms, Node `report --json` 2.28 → 2.07 s (alternating; docs/speed.md).
  */
-export const ANALYSIS_WARM_BYTES_PER_ROW = 16;
+export const ANALYSIS_WARM_BYTES_PER_ROW = 0;
 
 /**
  * The warmer thread's work for one request: `bytes` of zeros with every page written (a read of a fresh
