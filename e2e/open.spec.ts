@@ -204,8 +204,9 @@ test.describe("a large file", () => {
     await waitIdle(page);
     // writeBigPickle wrote exactly BIG_ENTRIES trace entries and no segment.
     expect(await numberOf(page, "summary-trace-entries")).toBe(BIG_ENTRIES);
-    // Served cross-origin isolated (scripts/serve.mjs), so its columns (87 MB) were shared memory the
-    // warmer faulted in ahead of the parser (src/core/model/warm-memory.ts): the counts above read them.
+    // Served cross-origin isolated (scripts/serve.mjs), so its columns (87 MB) were shared memory
+    // (src/core/model/warm-memory.ts) and its slices were scanned in the scanner's shared memory: the
+    // counts above read them.
     expect(await page.evaluate(() => crossOriginIsolated)).toBe(true);
     expect(await numberOf(page, "summary-segments")).toBe(0);
     await expect(page.getByTestId("timeline")).toHaveAttribute("data-axis", "time");

@@ -30,7 +30,7 @@ try {
   };
   const wasm = build("trace-scan.wasm", []);
   // The same module with a shared memory (the whole 4 GiB a 32-bit memory can grow to, reserved, not
-  // committed): a big file's memo is then faulted in by the warmer thread (wasm-scanner.ts).
+  // committed): it stays where it is as it grows, so a big file's slices are read into it (wasm-scanner.ts).
   const sharedWasm = build("trace-scan-shared.wasm", [
     "--enable",
     "threads",

@@ -31,8 +31,9 @@ const MIME = {
   ".webmanifest": "application/manifest+json",
 };
 
-// Cross-origin isolation: the page's threads may share memory (SharedArrayBuffer), which its warmer uses
-// to fault in a big file's columns ahead of the parser (src/core/model/warm-memory.ts). The page loads
+// Cross-origin isolation: the page's threads may share memory (SharedArrayBuffer): a big file's trace
+// columns are then read by the attribution helper as they are written, and its slices are read into the
+// scanner's memory (src/core/model/warm-memory.ts, wasm-scanner.ts). The page loads
 // nothing from other origins but the snapshot a link names, fetched with CORS, which COEP allows.
 const ISOLATION = {
   "Cross-Origin-Opener-Policy": "same-origin",

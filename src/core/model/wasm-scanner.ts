@@ -8,8 +8,8 @@
 // does all of it.
 //
 // A big file read where threads share memory gets an instance of the module built with a shared memory:
-// its memo (≈ 70 MB on a 1 GB file, written all through the read) is then faulted in by the warmer thread
-// ahead of the parser, along with the trace's columns (memoColumn, TraceColumns.reserve).
+// a view of it stays valid as it grows, so the file's slices are read into it and scanned where they are
+// (sliceMemory). (Its memo was faulted in ahead by a warmer thread, memoColumn; the product starts none.)
 
 import type { Memo } from "../pickle/memo";
 import { type DictScanner, decodeUtf8 } from "../pickle/unpickler";
@@ -228,7 +228,7 @@ export class WasmTraceScanner implements DictScanner {
     /** Takes the entries this scanner gives up on. */
     readonly fallback: TraceEntryScanner,
     useWasm = true,
-    /** A fresh instance whose memory is shared (a big file, where a warmer can fault its memo in). */
+    /** A fresh instance whose memory is shared (a big file, read where threads share memory). */
     sharedMemory = false,
     /** With a shared memory: this many bytes of it for the file's slices (sliceMemory). */
     sliceBytes = 0,
