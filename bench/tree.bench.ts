@@ -29,8 +29,7 @@ const replay = prepareReplay(model, d, {
   traceSite: a.traceSite[d],
   blockCategory: a.blockCategory,
   blockSite: a.blockSite,
-  traceBeforeCategory: a.traceBeforeCategory[d],
-  traceBeforeSite: a.traceBeforeSite[d],
+  traceBefore: a.traceBefore[d],
   blockWorkspace: a.blockWorkspace,
   categoryCount: a.categoryNames.length,
 });

@@ -573,6 +573,42 @@ describe("replay rules on hand-built traces", () => {
     expect(r.markers.oom.length).toBe(1);
   });
 
+  it("markers of a trace with one user metadata throughout: one region, the rarer actions found, time kept only if every entry has one", () => {
+    // (the common file: the replay reads these off the trace's counts instead of a pass of its own)
+    const build = (untimed: boolean) => {
+      const b = new ModelBuilder();
+      b.addSegment({
+        device: 0,
+        address: 0,
+        totalSizeBytes: 2 * MiB,
+        allocatedSizeBytes: 0,
+        activeSizeBytes: 0,
+      });
+      b.addBlock({ address: 0, sizeBytes: 2 * MiB, state: "inactive" });
+      const e = (action: string, timeUs: number, extra: object = {}) =>
+        b.addTraceEntry(0, { action, addr: 0, sizeBytes: 512, timeUs, userMetadata: "step 7", ...extra });
+      e("alloc", 100);
+      e("free_requested", 101);
+      e("free_completed", 102);
+      e("snapshot", 103);
+      e("alloc", untimed ? Number.NaN : 104);
+      e("oom", 105, { sizeBytes: 1 });
+      e("free_completed", 106);
+      return prepareReplay(b.finish(src), 0, { categoryCount: C });
+    };
+    const r = build(false);
+    expect(r.markers.userMetadata).toEqual([{ text: "step 7", startEvent: 0, endEvent: 6 }]);
+    expect(r.markers.compileContexts).toEqual([]);
+    expect(r.markers.snapshot.map((m) => m.eventIndex)).toEqual([3]);
+    expect(r.markers.oom.length).toBe(1);
+    expect(r.markers.workspace).toEqual([]);
+    expect(r.hasTime).toBe(true);
+    expect(Array.from(r.x)).toEqual([100, 101, 102, 103, 104, 105, 106]);
+    const u = build(true);
+    expect(u.hasTime).toBe(false);
+    expect(Array.from(u.x)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+
   it("allocations made before the trace: category from the free entry only when frees carry the alloc stack", () => {
     const build = (freeCarriesAllocStack: boolean) => {
       const b = new ModelBuilder();

@@ -314,8 +314,7 @@ function replayOf(model: SnapshotModel, a: ReturnType<typeof attribute>, d: numb
     traceSite: a.traceSite[d],
     blockCategory: a.blockCategory,
     blockSite: a.blockSite,
-    traceBeforeCategory: a.traceBeforeCategory[d],
-    traceBeforeSite: a.traceBeforeSite[d],
+    traceBefore: a.traceBefore[d],
     blockWorkspace: a.blockWorkspace,
     categoryCount: a.categoryNames.length,
   });

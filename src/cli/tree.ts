@@ -257,8 +257,7 @@ export async function runTree(
       traceSite: attribution.traceSite[d],
       blockCategory: attribution.blockCategory,
       blockSite: attribution.blockSite,
-      traceBeforeCategory: attribution.traceBeforeCategory[d],
-      traceBeforeSite: attribution.traceBeforeSite[d],
+      traceBefore: attribution.traceBefore[d],
       blockWorkspace: attribution.blockWorkspace,
       categoryCount: Math.max(1, attribution.categoryNames.length),
     });
@@ -277,8 +276,7 @@ export async function runTree(
         traceSite: attribution.traceSite[d],
         blockCategory: attribution.blockCategory,
         blockSite: attribution.blockSite,
-        traceBeforeCategory: attribution.traceBeforeCategory[d],
-        traceBeforeSite: attribution.traceBeforeSite[d],
+        traceBefore: attribution.traceBefore[d],
         blockWorkspace: attribution.blockWorkspace,
         categoryCount: Math.max(1, attribution.categoryNames.length),
       });

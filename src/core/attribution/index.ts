@@ -2,13 +2,12 @@
 // Both are functions of the stack (except a profiler-made snapshot's own per-entry category), so they are
 // computed once per distinct frame and once per distinct stack, then looked up per row.
 
-import { takeInt32, takeUint8 } from "../model/recycled-memory";
 import { BlockState, EMPTY_STACK, type IdColumn, idAt, NO_STRING, type SnapshotModel } from "../model/types";
 import { tracePairing } from "../replay/pairing";
 import {
+  type BeforeInferred,
   type BlockAttribution,
   inferBeforeTrace,
-  newBeforeArrays,
   type TraceAttribution,
 } from "./before-trace";
 import {
@@ -36,9 +35,9 @@ import {
   RuleId,
   spanCategory,
 } from "./rules";
-import { Kind, refineFromTrace } from "./trace-rules";
+import { entriesFromStacks, Kind, refineFromTrace } from "./trace-rules";
 
-export { isInferredRule, NO_BEFORE_CATEGORY } from "./before-trace";
+export { type BeforeInferred, isInferredRule } from "./before-trace";
 export { CATEGORY_NAMES, Category, type CategoryName, RULES } from "./rules";
 
 /** How a call site was chosen. */
@@ -111,13 +110,10 @@ export interface Attribution {
   traceSite: Int32Array[];
   traceRule: Uint8Array[];
   /**
-   * Per trace, for the free entries that close an allocation made before the trace: that allocation's
-   * inferred category + 1 (NO_BEFORE_CATEGORY, 0: nothing inferred), rule and site + 1 (entries with
-   * nothing inferred, nearly all, stay 0: their pages are never written). The replay reads them.
+   * Per trace, for the free entries that close an allocation made before the trace: what was inferred of
+   * that allocation (its category, rule and site). The replay reads them.
    */
-  traceBeforeCategory: Uint8Array[];
-  traceBeforeRule: Uint8Array[];
-  traceBeforeSite: Int32Array[];
+  traceBefore: BeforeInferred[];
   /** Per block: 1 when its allocation is in the trace (same address, same stack). */
   blockInTrace: Uint8Array;
   /** Per block: 1 when it belongs to a torch_npu workspace segment. */
@@ -140,8 +136,6 @@ const RULE_OWN_CONSTRUCTOR = RuleId["own-constructor"];
 const RULE_OWN_CODE = RuleId["own-code"];
 const RULE_NO_RULE = RuleId["no-rule"];
 const RULE_AUTOGRAD_ENGINE = RuleId["autograd-engine"];
-const RULE_IN_FLIGHT = RuleId["backward-in-flight"];
-const RULE_ENGINE_NO_STACK = RuleId["engine-no-stack"];
 const RULE_BACKWARD_CALL = RuleId["backward-call"];
 const RULE_WORKSPACE = RuleId["npu-workspace"];
 const RULE_MEGATRON_PARAM = RuleId["megatron-param-buffer"];
@@ -486,25 +480,22 @@ export function attributeData(model: SnapshotModel): AttributionData {
   const traceCategory: Uint8Array[] = [];
   const traceSite: Int32Array[] = [];
   const traceRule: Uint8Array[] = [];
-  const traceBeforeCategory: Uint8Array[] = [];
-  const traceBeforeRule: Uint8Array[] = [];
-  const traceBeforeSite: Int32Array[] = [];
+  const traceBefore: BeforeInferred[] = [];
   /** Per device: the first trace of it (where a live block's allocation is), with its lifetimes. */
   const traceOfDevice = new Map<number, { trace: number; attr: TraceAttribution }>();
   for (let d = 0; d < model.traces.length; d++) {
     const t = model.traces[d];
-    const { cat, site, rule } = entriesFromStacks(t, stackCategory, stackSite, stackRule);
+    const entries = entriesFromStacks(t, stackCategory, stackSite, stackRule, kinds, pythonOnly);
+    const { cat, site, rule } = entries;
     const lifetimes = refineFromTrace(
       t,
       kinds,
-      pythonOnly,
       stackRule,
-      cat,
-      rule,
+      entries,
       blockAddresses.get(t.device),
       tracePairing(model, t),
+      ENGINE_NO_STACK_SITE,
     );
-    engineNoStackSites(t, rule, site);
     const prof = profiler[d];
     if (prof) {
       for (let i = 0; i < t.length; i++) {
@@ -519,17 +510,15 @@ export function attributeData(model: SnapshotModel): AttributionData {
         }
       }
     }
-    const before = newBeforeArrays(t.length);
+    const before: BeforeInferred = new Map();
     traceCategory.push(cat);
     traceSite.push(site);
     traceRule.push(rule);
-    traceBeforeCategory.push(before.beforeCategory);
-    traceBeforeRule.push(before.beforeRule);
-    traceBeforeSite.push(before.beforeSite);
+    traceBefore.push(before);
     if (!traceOfDevice.has(t.device)) {
       traceOfDevice.set(t.device, {
         trace: d,
-        attr: { trace: t, lifetimes, category: cat, rule, site, ...before },
+        attr: { trace: t, lifetimes, category: cat, rule, site, before },
       });
     }
   }
@@ -618,9 +607,7 @@ export function attributeData(model: SnapshotModel): AttributionData {
     traceCategory,
     traceSite,
     traceRule,
-    traceBeforeCategory,
-    traceBeforeRule,
-    traceBeforeSite,
+    traceBefore,
     blockInTrace,
     blockWorkspace,
   };
@@ -659,38 +646,6 @@ function actionKinds(model: SnapshotModel): Uint8Array {
 // The per-entry passes below are small functions of their own: on a file opened cold, V8 compiles a
 // small loop in a moment, while a loop inside attribute() waits for the whole function to be compiled
 // (and recompiled for each of its loops) and runs unoptimised meanwhile.
-
-/** Each trace entry's category, site and rule, from its stack's (torch_npu workspace entries: workspace). */
-function entriesFromStacks(
-  t: SnapshotModel["traces"][number],
-  stackCategory: Uint8Array,
-  stackSite: Int32Array,
-  stackRule: Uint8Array,
-): { cat: Uint8Array; site: Int32Array; rule: Uint8Array } {
-  const cat = takeUint8(t.length);
-  const site = takeInt32(t.length);
-  const rule = takeUint8(t.length);
-  for (let i = 0; i < t.length; i++) {
-    const s = t.stack[i];
-    site[i] = stackSite[s];
-    cat[i] = stackCategory[s];
-    rule[i] = stackRule[s];
-    if (t.isWorkspace[i]) {
-      cat[i] = Category.workspace;
-      rule[i] = RULE_WORKSPACE;
-    }
-  }
-  return { cat, site, rule };
-}
-
-/** The autograd engine's stackless allocations (rules engine-no-stack, backward-in-flight) get its site. */
-function engineNoStackSites(t: SnapshotModel["traces"][number], rule: Uint8Array, site: Int32Array): void {
-  for (let i = 0; i < t.length; i++) {
-    if (t.stack[i] === EMPTY_STACK && (rule[i] === RULE_ENGINE_NO_STACK || rule[i] === RULE_IN_FLIGHT)) {
-      site[i] = ENGINE_NO_STACK_SITE;
-    }
-  }
-}
 
 /** The first entry at or after `from` with a category (a profiler-made snapshot's; most have none), or -1. */
 function nextWithCategory(category: IdColumn, from: number): number {

@@ -3,12 +3,12 @@
 // phases (forward / backward / optimizer, from each entry's stack rule) to decide, per allocation, whether
 // it outlived the phase that made it.
 
-import { recycleMemory, takeUint8 } from "../model/recycled-memory";
+import { recycleMemory, takeInt32, takeUint8 } from "../model/recycled-memory";
 import { Action, EMPTY_STACK, type SnapshotModel } from "../model/types";
 import type { Paired } from "../replay/pairing";
 import { NEVER, Origin } from "../replay/types";
 import { lowerBoundInt32 } from "../sorted";
-import { RULES, RuleId } from "./rules";
+import { Category, RULES, RuleId } from "./rules";
 
 type Trace = SnapshotModel["traces"][number];
 
@@ -42,6 +42,7 @@ const R = {
   lossSaved: RuleId["loss-saved"],
   forwardTransient: RuleId["forward-transient"],
   optimizerScratch: RuleId["optimizer-scratch"],
+  workspace: RuleId["npu-workspace"],
 };
 
 /** Per action id: 2 alloc, 3 free_requested / free_completed, 4 another memory action, 0 the rest. */
@@ -71,9 +72,9 @@ export class AllocationEnds {
 export interface TraceLifetimes {
   /** Where each alloc entry's allocation ends. */
   end: AllocationEnds;
-  /** Per entry: 1 for the free that closes an allocation made before the trace (the free_requested, or a
-   * free_completed with no request before it: the entry the replay takes such an allocation from). */
-  freesBeforeTrace: Uint8Array;
+  /** The frees that close an allocation made before the trace (the free_requested, or a free_completed
+   * with no request before it: the entry the replay takes such an allocation from), ascending. */
+  freesBeforeTrace: number[];
   /** Per entry: phase (Phase) of the entry's stack; engine-thread entries are backward. */
   phase: Uint8Array;
   /** The runs of one phase the entries make. */
@@ -85,8 +86,8 @@ export interface TraceLifetimes {
 }
 
 /**
- * Applies the trace refinements to the alloc entries of one device trace in place (`cat`, `rule`) and
- * returns the lifetimes the inference of pre-trace memory needs.
+ * Applies the trace refinements to the alloc entries of one device trace in place (`entries`: cat, rule,
+ * site) and returns the lifetimes the inference of pre-trace memory needs.
  *  - Engine-made allocations (autograd-engine frames; frame-less ones of a stacks='python' file; torch's
  *    own backward(), which makes the root gradient) are gradients if some main-thread event happened
  *    between the allocation and its free — they outlived their backward: AccumulateGrad kept them as .grad —
@@ -100,22 +101,21 @@ export interface TraceLifetimes {
 export function refineFromTrace(
   t: Trace,
   kinds: Uint8Array,
-  pythonOnly: boolean,
   stackRule: Uint8Array,
-  cat: Uint8Array,
-  rule: Uint8Array,
+  entries: TraceEntries,
   blockAddresses: Set<number> | undefined,
   paired: Paired,
+  engineNoStackSite: number,
 ): TraceLifetimes {
-  const { engine, phase } = entryPhases(t, kinds, pythonOnly, stackRule);
   const { end, freesBeforeTrace, lastAlloc, freesCarryAllocationStack } = lifetimesOf(
     t,
     paired,
     blockAddresses,
   );
 
+  const { engine, phase } = entries;
   const runs = phaseRuns(phase);
-  refineAllocations(t, kinds, stackRule, engine, phase, runs, end, cat, rule);
+  refineAllocations(t, kinds, stackRule, entries, runs, end, engineNoStackSite);
   recycleMemory(engine.buffer as ArrayBuffer, engine.byteOffset, engine.byteLength); // read by nothing else
   return { end, freesBeforeTrace, phase, runs, lastAlloc, freesCarryAllocationStack };
 }
@@ -123,30 +123,67 @@ export function refineFromTrace(
 // The passes of refineFromTrace, each a small function of its own: on a file opened cold, V8 compiles a
 // small loop in a moment, where the loops of one big function each waited for the whole of it.
 
-/** Per entry: engine thread (1; 2 for AccumulateGrad; 0 for the main thread's entries and the rest) and phase. */
-function entryPhases(t: Trace, kinds: Uint8Array, pythonOnly: boolean, stackRule: Uint8Array) {
+/** A trace's entries as the rules start from them (entriesFromStacks). */
+export interface TraceEntries {
+  /** Per entry: category, call site and rule, from its stack's (torch_npu workspace entries: workspace). */
+  cat: Uint8Array;
+  site: Int32Array;
+  rule: Uint8Array;
+  /**
+   * Per entry: engine thread (1; 2 for AccumulateGrad; 0 for the main thread's entries and the rest).
+   * Its memory is recycled once the rules have run (refineFromTrace): nothing reads it after.
+   */
+  engine: Uint8Array;
+  /** Per entry: its phase (Phase). */
+  phase: Uint8Array;
+}
+
+/**
+ * Each entry's category, site and rule from its stack's, and what the trace rules read of it (engine
+ * thread, phase): one pass, each entry's stack read once (two passes read it twice: 99 against 78 ms of the
+ * attribution on the 1.05 GB file in Node, on the way to the page's first answer).
+ */
+export function entriesFromStacks(
+  t: Trace,
+  stackCategory: Uint8Array,
+  stackSite: Int32Array,
+  stackRule: Uint8Array,
+  kinds: Uint8Array,
+  pythonOnly: boolean,
+): TraceEntries {
   const n = t.length;
+  const cat = takeUint8(n);
+  const site = takeInt32(n);
+  const rule = takeUint8(n);
   const engine = takeUint8(n);
   const phase = takeUint8(n);
+  const { action, stack, isWorkspace } = t;
   for (let i = 0; i < n; i++) {
-    const k = kinds[t.action[i]];
-    if (k !== Kind.other && !t.isWorkspace[i]) {
-      const s = t.stack[i];
-      if (s === EMPTY_STACK) {
-        if (pythonOnly && k !== Kind.memory) {
-          engine[i] = 1;
-          phase[i] = Phase.backward;
-        }
-      } else {
-        const r = stackRule[s];
-        if (r === R.accumulateGrad)
-          engine[i] = 2; // a gradient whatever happens next
-        else if (r === R.engine) engine[i] = 1;
-        phase[i] = RULE_PHASE[r];
+    const s = stack[i];
+    const r = stackRule[s];
+    site[i] = stackSite[s];
+    if (isWorkspace[i]) {
+      cat[i] = Category.workspace;
+      rule[i] = R.workspace;
+      continue; // (no part in the trace rules)
+    }
+    cat[i] = stackCategory[s];
+    rule[i] = r;
+    const k = kinds[action[i]];
+    if (k === Kind.other) continue;
+    if (s === EMPTY_STACK) {
+      if (pythonOnly && k !== Kind.memory) {
+        engine[i] = 1;
+        phase[i] = Phase.backward;
       }
+    } else {
+      if (r === R.accumulateGrad)
+        engine[i] = 2; // a gradient whatever happens next
+      else if (r === R.engine) engine[i] = 1;
+      phase[i] = RULE_PHASE[r];
     }
   }
-  return { engine, phase };
+  return { cat, site, rule, engine, phase };
 }
 
 /**
@@ -196,19 +233,21 @@ function phaseRuns(phase: Uint8Array): PhaseRuns {
   return new PhaseRuns(Int32Array.from(starts), Uint8Array.from(phases), firstPhased);
 }
 
-/** The rules that depend on when an allocation is freed, applied to the alloc entries in place. */
+/**
+ * The rules that depend on when an allocation is freed, applied to the alloc entries in place; the
+ * engine's frame-less allocations (engine-no-stack, backward-in-flight) get the engine's site.
+ */
 function refineAllocations(
   t: Trace,
   kinds: Uint8Array,
   stackRule: Uint8Array,
-  engine: Uint8Array,
-  phase: Uint8Array,
+  entries: TraceEntries,
   runs: PhaseRuns,
   end: AllocationEnds,
-  cat: Uint8Array,
-  rule: Uint8Array,
+  engineNoStackSite: number,
 ): void {
   const n = t.length;
+  const { cat, site, rule, engine, phase } = entries;
   // Backwards, so that "the next entry of another phase" is a running value rather than four columns of
   // n entries each (fresh memory costs more than the arithmetic on a big trace): at entry i, `next` is
   // the phase of the nearest phase entry after i, `nf` / `no` / `nb` the first entry after i whose phase
@@ -251,6 +290,8 @@ function refineAllocations(
       if (fired >= 0 && fired !== r) {
         rule[i] = fired;
         cat[i] = RULES[fired].category;
+        if (s === EMPTY_STACK && (fired === R.engineNoStack || fired === R.inFlight))
+          site[i] = engineNoStackSite;
       }
     }
     if (k !== Kind.other && s !== EMPTY_STACK && engine[i] === 0 && !t.isWorkspace[i]) nextMain = i;
@@ -276,7 +317,7 @@ function refineAllocations(
  */
 function lifetimesOf(t: Trace, p: Paired, blockAddresses: Set<number> | undefined) {
   const n = t.length;
-  const freesBeforeTrace = new Uint8Array(n); // a few ones: most of its pages are never written
+  const freesBeforeTrace: number[] = []; // (a few hundred on a big file)
   const { action, stack } = t;
   const eventAllocation = p.eventAllocation;
   const { origin, allocEvent, freeRequestedEvent: freeReq, freeCompletedEvent: freeComp } = p.table;
@@ -296,7 +337,7 @@ function lifetimesOf(t: Trace, p: Paired, blockAddresses: Set<number> | undefine
           else otherStack++;
         }
       }
-    } else if (o === Origin.beforeTraceFreed ? freeReq[k] === i : freeComp[k] === i) freesBeforeTrace[i] = 1;
+    } else if (o === Origin.beforeTraceFreed ? freeReq[k] === i : freeComp[k] === i) freesBeforeTrace.push(i);
   }
   // the last alloc entry at each live block's address (pass 1 kept it per address)
   const lastAlloc = new Map<number, number>();

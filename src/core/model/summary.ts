@@ -1,5 +1,6 @@
 // Counts and segment-field totals of a model: what `peakscope inspect` prints and the page's summary shows.
 
+import { traceCounts } from "./trace-counts";
 import type { SnapshotModel, SourceKind } from "./types";
 
 export interface DeviceSummary {
@@ -30,11 +31,6 @@ export interface SnapshotSummary {
 }
 
 /** How many entries have each action id (counted once per trace: a big trace's pass costs ms). */
-function actionCounts(model: SnapshotModel, actions: ArrayLike<number>): Float64Array {
-  const counts = new Float64Array(model.actionNames.length);
-  for (let i = 0; i < actions.length; i++) counts[actions[i]]++;
-  return counts;
-}
 
 function addActions(model: SnapshotModel, counts: Float64Array, into: Record<string, number>): void {
   counts.forEach((n, id) => {
@@ -78,7 +74,7 @@ export function summarize(model: SnapshotModel): SnapshotSummary {
     const s = device(t.device);
     s.traceEntries += t.length;
     traceEntries += t.length;
-    const counts = actionCounts(model, t.action);
+    const counts = traceCounts(t).actions.subarray(0, model.actionNames.length);
     addActions(model, counts, s.actions);
     addActions(model, counts, actions);
   }

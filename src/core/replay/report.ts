@@ -13,6 +13,7 @@ import {
   blockOf,
   type CheckResult,
   type EventIndex,
+  type InferredBefore,
   Origin,
   type PrepareOptions,
   type Replay,
@@ -29,10 +30,8 @@ export interface ReplayInputs {
   blockSite?: Int32Array;
   /** Per block: the rule that decided its category (to tell inferred categories). */
   blockRule?: Uint8Array;
-  /** Per device: for the frees of pre-trace allocations, the inferred category (255: none) and site. */
-  traceBeforeCategory?: (Uint8Array | undefined)[];
-  traceBeforeSite?: (Int32Array | undefined)[];
-  traceBeforeRule?: (Uint8Array | undefined)[];
+  /** Per device: the frees of pre-trace allocations, each with what was inferred of the allocation. */
+  traceBefore?: (ReadonlyMap<number, InferredBefore> | undefined)[];
   /** Per block: 1 for torch_npu workspace blocks. */
   blockWorkspace?: Uint8Array;
   /** Per rule id: 1 when the rule infers (no stack says it). */
@@ -174,8 +173,7 @@ export function replayOptionsFor(inputs: ReplayInputs, device: number): PrepareO
     traceSite: inputs.traceSite?.[device],
     blockCategory: inputs.blockCategory,
     blockSite: inputs.blockSite,
-    traceBeforeCategory: inputs.traceBeforeCategory?.[device],
-    traceBeforeSite: inputs.traceBeforeSite?.[device],
+    traceBefore: inputs.traceBefore?.[device],
     blockWorkspace: inputs.blockWorkspace,
     categoryCount: Math.max(1, inputs.categoryNames.length),
   };
@@ -261,8 +259,7 @@ interface RuleLookups {
   traceRuleInferred: ArrayLike<number> | undefined;
   ruleInferred: ArrayLike<number> | undefined;
   blockRule: ArrayLike<number> | undefined;
-  before: ArrayLike<number> | undefined;
-  beforeRule: ArrayLike<number> | undefined;
+  before: ReadonlyMap<number, InferredBefore> | undefined;
 }
 
 function ruleLookups(r: Replay, inputs: ReplayInputs): RuleLookups {
@@ -271,8 +268,7 @@ function ruleLookups(r: Replay, inputs: ReplayInputs): RuleLookups {
     traceRuleInferred: inputs.traceRuleInferred,
     ruleInferred: inputs.ruleInferred,
     blockRule: inputs.blockRule,
-    before: inputs.traceBeforeCategory?.[r.device],
-    beforeRule: inputs.traceBeforeRule?.[r.device],
+    before: inputs.traceBefore?.[r.device],
   };
 }
 
@@ -294,8 +290,7 @@ function ruleOf(A: Replay["allocations"], k: number, L: RuleLookups): number {
   }
   if (!L.before) return -1;
   const e = A.origin[k] === Origin.beforeTraceFreed ? A.freeRequestedEvent[k] : A.freeCompletedEvent[k];
-  if (e < 0 || L.before[e] === 0) return -1; // (category + 1; 0: nothing inferred)
-  return L.beforeRule?.[e] ?? -1;
+  return L.before.get(e)?.rule ?? -1;
 }
 
 /** The inferred rule of every allocation of r (ruleOf; the lookups made once: millions of allocations). */

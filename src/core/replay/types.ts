@@ -303,6 +303,13 @@ export interface Replay {
   rounding: RoundingSettings;
 }
 
+/** What the attribution inferred of an allocation made before the trace (attribution/before-trace.ts). */
+export interface InferredBefore {
+  category: number;
+  rule: number;
+  site: number;
+}
+
 export interface PrepareOptions {
   /** Category per trace entry of this device (attribution's traceCategory[device]). */
   traceCategory?: Uint8Array;
@@ -312,11 +319,10 @@ export interface PrepareOptions {
   blockCategory?: Uint8Array;
   blockSite?: Int32Array;
   /**
-   * For the free entries (of this device's trace) that close an allocation made before the trace: its
-   * inferred category + 1 (0: none inferred) and site + 1 (attribution's traceBeforeCategory / traceBeforeSite).
+   * The free entries (of this device's trace) that close an allocation made before the trace, each with
+   * what the attribution inferred of that allocation (attribution's traceBefore).
    */
-  traceBeforeCategory?: Uint8Array;
-  traceBeforeSite?: Int32Array;
+  traceBefore?: ReadonlyMap<number, InferredBefore>;
   /** Per block: 1 for torch_npu workspace blocks, which the caching allocator's totals leave out. */
   blockWorkspace?: Uint8Array;
   categoryCount: number;

@@ -27,8 +27,6 @@ const REASON_ENGINE = 1;
 const REASON_BEFORE_RECORDING = 2;
 const REASON_BEFORE_TRACE = 3;
 const REASON_LABEL_BEFORE_TRACE = "allocated before the trace (its stack is not in the trace)";
-/** traceBeforeCategory's "nothing inferred" (it holds category + 1). */
-const NO_INFERRED = 0;
 
 interface Source {
   /** Non-empty stack id, or EMPTY_STACK for a no-stack group. */
@@ -182,9 +180,7 @@ export class CallTreeBuilder {
     const d = r.device;
     if (A.origin[k] === Origin.trace) return a.traceRule[d]?.[A.allocEvent[k]] ?? -1;
     const e = A.origin[k] === Origin.beforeTraceFreed ? A.freeRequestedEvent[k] : A.freeCompletedEvent[k];
-    const before = a.traceBeforeCategory[d];
-    if (!before || e < 0 || e >= before.length || before[e] === NO_INFERRED) return -1;
-    return a.traceBeforeRule[d]?.[e] ?? -1;
+    return a.traceBefore[d]?.get(e)?.rule ?? -1;
   }
 
   private aggregateReplay(r: Replay, i: number): { bytes: number; blocks: number } {
