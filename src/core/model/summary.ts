@@ -30,8 +30,6 @@ export interface SnapshotSummary {
   notes: string[];
 }
 
-/** How many entries have each action id (counted once per trace: a big trace's pass costs ms). */
-
 function addActions(model: SnapshotModel, counts: Float64Array, into: Record<string, number>): void {
   counts.forEach((n, id) => {
     if (n > 0) into[model.actionNames[id]] = (into[model.actionNames[id]] ?? 0) + n;

@@ -311,7 +311,10 @@ interface Scan {
   x: Float64Array;
 }
 
-/** One pass over the trace: counts, workspace entries, unknown actions, time, text regions. */
+/**
+ * Counts, workspace entries, unknown actions, time, text regions: off the trace's counts and the rarer
+ * actions' entries where every entry is replayed and the text columns do not vary, else one pass.
+ */
 function prescan(model: SnapshotModel, c: Columns, counts: TraceCounts | null): Scan {
   const { n, action, isWorkspace } = c;
   let allocEvents = 0;
