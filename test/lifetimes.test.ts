@@ -3,7 +3,10 @@
 // here, never from the code under test.
 
 import { describe, expect, it } from "vitest";
-import { attribute } from "../src/core/attribution";
+import { attribute, RULES } from "../src/core/attribution";
+import { entriesFromStacks, Kind, Phase, RULE_PHASE } from "../src/core/attribution/trace-rules";
+import { EMPTY_STACK } from "../src/core/model/types";
+import { mulberry32 } from "../src/core/random";
 import { compositionAt } from "../src/core/replay/peak";
 import { prepareReplays } from "../src/core/replay/report";
 import { buildReport, replayInputs } from "../src/core/report";
@@ -164,5 +167,68 @@ describe("memory allocated before recording", () => {
     const r = buildReport(m);
     expect(r.categories.unknown).toBe(7 * 8192);
     expect(r.inferredBytes).toEqual({});
+  });
+});
+
+describe("the phase runs the trace rules walk", () => {
+  // entriesFromStacks makes the runs as it writes each entry's phase; here they are made again from the
+  // phases by the plain rule (a run starts where an entry's phase differs from the last phase seen;
+  // entries of no phase keep the run), on random traces of every kind of entry.
+  const phased = ["forward", "optimizer", "accumulate-grad", "autograd-engine", "module-to", "own-code"];
+  const rules = phased.map((id) => RULES.findIndex((r) => r.id === id));
+  const kinds = Uint8Array.from([Kind.alloc, Kind.free, Kind.free, Kind.memory, Kind.memory, 0, 0, 0]);
+  function reference(phase: Uint8Array) {
+    const start = [0];
+    const phases: number[] = [];
+    let last = 0;
+    let firstPhased = phase.length;
+    for (let i = 0; i < phase.length; i++) {
+      const p = phase[i];
+      if (p === 0 || p === last) continue;
+      if (last === 0) firstPhased = i;
+      else {
+        phases.push(last);
+        start.push(i);
+      }
+      last = p;
+    }
+    phases.push(last);
+    start.push(phase.length);
+    return { start, phases, firstPhased };
+  }
+  it("start where an entry's phase differs from the last phase seen, on 400 random traces", () => {
+    const rnd = mulberry32(25);
+    let runsSeen = 0;
+    for (let trial = 0; trial < 400; trial++) {
+      const n = Math.floor(rnd() * 60);
+      const stackRule = Uint8Array.from({ length: 8 }, () => rules[Math.floor(rnd() * rules.length)]);
+      // stack 0 is EMPTY_STACK: no frames (the engine's thread in a stacks="python" file)
+      const stack = Int32Array.from({ length: n }, () => Math.floor(rnd() * stackRule.length));
+      const action = Uint8Array.from({ length: n }, () => Math.floor(rnd() * kinds.length));
+      const isWorkspace = Uint8Array.from({ length: n }, () => (rnd() < 0.1 ? 1 : 0));
+      type Trace = Parameters<typeof entriesFromStacks>[0];
+      const t = { length: n, action, stack, isWorkspace } as unknown as Trace;
+      const pythonOnly = trial % 2 === 0;
+      const e = entriesFromStacks(t, new Uint8Array(8), new Int32Array(8), stackRule, kinds, pythonOnly);
+      // the phases themselves, by the rule's table (and backward for the frame-less in a python-only file)
+      for (let i = 0; i < n; i++) {
+        const k = kinds[action[i]];
+        const want =
+          isWorkspace[i] || k === 0
+            ? 0
+            : stack[i] === EMPTY_STACK
+              ? pythonOnly && k !== Kind.memory
+                ? Phase.backward
+                : 0
+              : RULE_PHASE[stackRule[stack[i]]];
+        expect(e.phase[i]).toBe(want);
+      }
+      const want = reference(e.phase);
+      expect([...e.runs.start]).toEqual(want.start);
+      expect([...e.runs.phase]).toEqual(want.phases);
+      expect(e.runs.firstPhased).toBe(want.firstPhased);
+      runsSeen += want.phases.length;
+    }
+    expect(runsSeen).toBeGreaterThan(2000);
   });
 });

@@ -12,7 +12,7 @@
 import { BlockState, EMPTY_STACK, type SnapshotModel } from "../model/types";
 import type { InferredBefore } from "../replay/types";
 import { Category, RULES, RuleId } from "./rules";
-import { Kind, Phase, type TraceLifetimes } from "./trace-rules";
+import { type IntervalsBySize, Kind, Phase, SizeLifetimes, type TraceLifetimes } from "./trace-rules";
 
 const R = {
   replaced: RuleId["replaced-in-phase"],
@@ -74,43 +74,17 @@ export function inferBeforeTrace(
     replacedInPhase(traceAttr, stackCategory, kinds);
   }
 
-  // Gradients per size: the most alive at once (a trace of three steps holds three sets, one at a time).
-  const gradStarts = new Map<number, number[]>();
-  const gradEnds = new Map<number, number[]>();
-  const paramStarts = new Map<number, number[]>();
-  const paramEnds = new Map<number, number[]>();
-  const push = (m: Map<number, number[]>, k: number, v: number) => {
-    const a = m.get(k);
-    if (a) a.push(v);
-    else m.set(k, [v]);
-  };
-  const optimizerSizes = new Set<number>();
-  // The optimizer's kept state per size (its moments: optimizer_state after the trace refinements, not scratch).
-  const stateStarts = new Map<number, number[]>();
-  const stateEnds = new Map<number, number[]>();
+  // Per size, the most gradients (parameters, kept optimizer state) alive at once: a trace of three steps
+  // holds three sets, one at a time. The trace's own as the trace rules gathered them (or gathered here,
+  // where a profiler's categories came after the rules), and the device's live blocks from before the
+  // trace, alive throughout: each adds one to the most alive at once, so they are counted.
   const n = traceAttr ? traceAttr.trace.length : 0;
-  if (traceAttr) {
-    const { trace: t, lifetimes, category } = traceAttr;
-    for (let i = 0; i < n; i++) {
-      if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
-      const size = t.sizeBytes[i];
-      if (category[i] === Category.gradients) {
-        push(gradStarts, size, i);
-        push(gradEnds, size, lifetimes.end.of(i));
-      } else if (category[i] === Category.parameters) {
-        push(paramStarts, size, i);
-        push(paramEnds, size, lifetimes.end.of(i));
-      }
-      const s = t.stack[i];
-      if (s !== EMPTY_STACK && stackRule[s] === R.optimizer) {
-        optimizerSizes.add(size);
-        if (category[i] === Category.optimizer_state) {
-          push(stateStarts, size, i);
-          push(stateEnds, size, lifetimes.end.of(i));
-        }
-      }
-    }
-  }
+  const bySize = traceAttr
+    ? (traceAttr.lifetimes.bySize ?? gatherBySize(traceAttr, stackRule, kinds))
+    : new SizeLifetimes();
+  const gradBlocks = new Map<number, number>();
+  const paramBlocks = new Map<number, number>();
+  const count = (m: Map<number, number>, size: number) => m.set(size, (m.get(size) ?? 0) + 1);
   const candidates = new Map<number, { blocks: number[]; frees: number[] }>();
   const candidate = (size: number) => {
     let c = candidates.get(size);
@@ -125,13 +99,10 @@ export function inferBeforeTrace(
     if (st !== BlockState.active_allocated) continue;
     const req = B.requestedSizeBytes[b];
     const size = Number.isNaN(req) ? B.sizeBytes[b] : req;
-    if (blocks.category[b] === Category.gradients) {
-      push(gradStarts, size, -1);
-      push(gradEnds, size, n + 1);
-    } else if (blocks.category[b] === Category.parameters && !isInferredRule(blocks.rule[b])) {
-      push(paramStarts, size, -1);
-      push(paramEnds, size, n + 1);
-    } else if (blocks.rule[b] === R.noStack && B.stack[b] === EMPTY_STACK) candidate(size).blocks.push(b);
+    if (blocks.category[b] === Category.gradients) count(gradBlocks, size);
+    else if (blocks.category[b] === Category.parameters && !isInferredRule(blocks.rule[b]))
+      count(paramBlocks, size);
+    else if (blocks.rule[b] === R.noStack && B.stack[b] === EMPTY_STACK) candidate(size).blocks.push(b);
   }
   if (traceAttr) {
     const { trace: t, lifetimes, before } = traceAttr;
@@ -145,7 +116,7 @@ export function inferBeforeTrace(
   }
 
   for (const [size, c] of candidates) {
-    const g = maxConcurrent(gradStarts.get(size), gradEnds.get(size));
+    const g = maxConcurrent(bySize.gradients, size) + (gradBlocks.get(size) ?? 0);
     const total = c.blocks.length + c.frees.length;
     const assign = (from: number, count: number, category: number, rule: number) => {
       for (let j = from; j < from + count; j++) {
@@ -163,18 +134,18 @@ export function inferBeforeTrace(
       const params = Math.min(total, g);
       assign(0, params, Category.parameters, R.matchesGradient);
       if (adamLike) assign(params, Math.min(total - params, 2 * g), Category.optimizer_state, R.adamState);
-    } else if (pairsTracedMoments(total, maxConcurrent(stateStarts.get(size), stateEnds.get(size)))) {
+    } else if (pairsTracedMoments(total, maxConcurrent(bySize.optimizerState, size))) {
       // Two traced moments per parameter, and exactly one pre-trace block per moment: weights and .grad.
       assign(0, total / 2, Category.parameters, R.pairsMoments);
       assign(total / 2, total / 2, Category.gradients, R.pairsMoments);
-    } else if (adamLike && optimizerSizes.has(size) && total % 4 === 0) {
+    } else if (adamLike && bySize.optimizerSizes.has(size) && total % 4 === 0) {
       const q = total / 4;
       assign(0, q, Category.parameters, R.quartet);
       assign(q, q, Category.gradients, R.quartet);
       assign(2 * q, 2 * q, Category.optimizer_state, R.quartet);
     } else if (pythonOnly && n > 0) {
       // Parameters known by their stacks whose gradients are missing: the engine's frame-less .grad.
-      const missing = maxConcurrent(paramStarts.get(size), paramEnds.get(size));
+      const missing = maxConcurrent(bySize.parameters, size) + (paramBlocks.get(size) ?? 0);
       if (missing > 0) assign(0, Math.min(c.blocks.length, missing), Category.gradients, R.engineGradient);
     }
   }
@@ -189,8 +160,10 @@ function pairsTracedMoments(preTrace: number, moments: number): boolean {
   return moments > 0 && moments % 2 === 0 && preTrace === moments;
 }
 
-/** The most intervals [start, end) open at once. */
-function maxConcurrent(starts: number[] | undefined, ends: number[] | undefined): number {
+/** The most of `size`'s intervals [start, end) open at once. */
+function maxConcurrent(intervals: IntervalsBySize, size: number): number {
+  const starts = intervals.starts.get(size);
+  const ends = intervals.ends.get(size);
   if (!starts || !ends) return 0;
   const s = Float64Array.from(starts).sort();
   const e = Float64Array.from(ends).sort();
@@ -207,6 +180,24 @@ function maxConcurrent(starts: number[] | undefined, ends: number[] | undefined)
     }
   }
   return best;
+}
+
+/**
+ * The trace's lifetimes by size (SizeLifetimes) from its final categories, where the trace rules' could
+ * not be kept (a profiler's categories replaced theirs).
+ */
+function gatherBySize(a: TraceAttribution, stackRule: Uint8Array, kinds: Uint8Array): SizeLifetimes {
+  const { trace: t, lifetimes, category } = a;
+  const out = new SizeLifetimes();
+  for (let i = 0; i < t.length; i++) {
+    if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
+    const s = t.stack[i];
+    const optimizer = s !== EMPTY_STACK && stackRule[s] === R.optimizer;
+    const c = category[i];
+    if (c === Category.gradients || c === Category.parameters || optimizer)
+      out.add(i, t.sizeBytes[i], lifetimes.end.of(i), c, optimizer);
+  }
+  return out;
 }
 
 /** released-by-backward: a pre-trace allocation the autograd engine frees during a backward was saved for it. */

@@ -498,6 +498,8 @@ export function attributeData(model: SnapshotModel): AttributionData {
     );
     const prof = profiler[d];
     if (prof) {
+      // (the rules' lifetimes by size read their categories, some of which this replaces)
+      lifetimes.bySize = null;
       for (let i = 0; i < t.length; i++) {
         if (prof[i] >= 0) {
           cat[i] = prof[i];

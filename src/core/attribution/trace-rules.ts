@@ -83,6 +83,51 @@ export interface TraceLifetimes {
   lastAlloc: Map<number, number>;
   /** Do free entries carry the allocation's stack (`context="alloc"`) rather than their own? */
   freesCarryAllocationStack: boolean;
+  /**
+   * The alloc entries' lifetimes by size and category, as the rules left the categories (null where
+   * something changed a category after them: a profiler's categories).
+   */
+  bySize: SizeLifetimes | null;
+}
+
+/** Intervals [start, end) of entries by size: an allocation's alloc entry and the entry that ends it. */
+export class IntervalsBySize {
+  readonly starts = new Map<number, number[]>();
+  readonly ends = new Map<number, number[]>();
+
+  add(size: number, start: number, end: number): void {
+    const s = this.starts.get(size);
+    if (s) {
+      s.push(start);
+      (this.ends.get(size) as number[]).push(end);
+    } else {
+      this.starts.set(size, [start]);
+      this.ends.set(size, [end]);
+    }
+  }
+}
+
+/**
+ * What the inference of pre-trace memory weighs (before-trace.ts), gathered as the rules walk the alloc
+ * entries (a pass of its own over the 1.05 GB file's 6.6 M entries took ≈ 45 ms in Node): the lifetimes of
+ * the trace's gradients, parameters and kept optimizer state by size, and the sizes the optimizer allocated.
+ */
+export class SizeLifetimes {
+  readonly gradients = new IntervalsBySize();
+  readonly parameters = new IntervalsBySize();
+  /** The optimizer's allocations that are optimizer_state (its moments, not scratch). */
+  readonly optimizerState = new IntervalsBySize();
+  readonly optimizerSizes = new Set<number>();
+
+  /** Alloc entry i of `size`, ending at `end`, is of `category`; `optimizer`: its stack's rule is. */
+  add(i: number, size: number, end: number, category: number, optimizer: boolean): void {
+    if (category === Category.gradients) this.gradients.add(size, i, end);
+    else if (category === Category.parameters) this.parameters.add(size, i, end);
+    if (optimizer) {
+      this.optimizerSizes.add(size);
+      if (category === Category.optimizer_state) this.optimizerState.add(size, i, end);
+    }
+  }
 }
 
 /**
@@ -113,11 +158,10 @@ export function refineFromTrace(
     blockAddresses,
   );
 
-  const { engine, phase } = entries;
-  const runs = phaseRuns(phase);
-  refineAllocations(t, kinds, stackRule, entries, runs, end, engineNoStackSite);
+  const { engine, phase, runs } = entries;
+  const bySize = refineAllocations(t, kinds, stackRule, entries, runs, end, engineNoStackSite);
   recycleMemory(engine.buffer as ArrayBuffer, engine.byteOffset, engine.byteLength); // read by nothing else
-  return { end, freesBeforeTrace, phase, runs, lastAlloc, freesCarryAllocationStack };
+  return { end, freesBeforeTrace, phase, runs, lastAlloc, freesCarryAllocationStack, bySize };
 }
 
 // The passes of refineFromTrace, each a small function of its own: on a file opened cold, V8 compiles a
@@ -136,12 +180,15 @@ export interface TraceEntries {
   engine: Uint8Array;
   /** Per entry: its phase (Phase). */
   phase: Uint8Array;
+  /** The runs of one phase that `phase` makes. */
+  runs: PhaseRuns;
 }
 
 /**
  * Each entry's category, site and rule from its stack's, and what the trace rules read of it (engine
- * thread, phase): one pass, each entry's stack read once (two passes read it twice: 99 against 78 ms of the
- * attribution on the 1.05 GB file in Node, on the way to the page's first answer).
+ * thread, phase, the phase runs): one pass, each entry's stack read once (two passes read it twice: 99
+ * against 78 ms of the attribution on the 1.05 GB file in Node, on the way to the page's first answer; the
+ * runs made by a pass of their own over the phases took 8 ms more there, 20–24 ms in the page's helper).
  */
 export function entriesFromStacks(
   t: Trace,
@@ -158,6 +205,7 @@ export function entriesFromStacks(
   const engine = takeUint8(n);
   const phase = takeUint8(n);
   const { action, stack, isWorkspace } = t;
+  const runs = new RunsBuilder(n);
   for (let i = 0; i < n; i++) {
     const s = stack[i];
     const r = stackRule[s];
@@ -175,15 +223,18 @@ export function entriesFromStacks(
       if (pythonOnly && k !== Kind.memory) {
         engine[i] = 1;
         phase[i] = Phase.backward;
+        runs.at(i, Phase.backward);
       }
     } else {
       if (r === R.accumulateGrad)
         engine[i] = 2; // a gradient whatever happens next
       else if (r === R.engine) engine[i] = 1;
-      phase[i] = RULE_PHASE[r];
+      const ph = RULE_PHASE[r];
+      phase[i] = ph;
+      if (ph !== Phase.none) runs.at(i, ph);
     }
   }
-  return { cat, site, rule, engine, phase };
+  return { cat, site, rule, engine, phase, runs: runs.finish() };
 }
 
 /**
@@ -212,30 +263,42 @@ export class PhaseRuns {
   }
 }
 
-function phaseRuns(phase: Uint8Array): PhaseRuns {
-  const n = phase.length;
-  const starts = [0];
-  const phases: number[] = [];
-  let firstPhased = n;
-  for (let i = 0, p = 0; i < n; i++) {
-    const ph = phase[i];
-    if (ph && ph !== p) {
-      if (p) {
-        phases.push(p);
-        starts.push(i);
-      } else firstPhased = i;
-      p = ph;
-    }
-    if (i === n - 1) phases.push(p);
+/**
+ * PhaseRuns made as the phases are written, entry by entry: a run starts at an entry whose phase differs
+ * from the last phase seen (entries of no phase are not told, and keep the run).
+ */
+class RunsBuilder {
+  private readonly starts = [0];
+  private readonly phases: number[] = [];
+  private firstPhased: number;
+  /** The last phase seen (none before the first). */
+  private last: number = Phase.none;
+
+  constructor(private readonly n: number) {
+    this.firstPhased = n;
   }
-  if (n === 0) phases.push(Phase.none);
-  starts.push(n);
-  return new PhaseRuns(Int32Array.from(starts), Uint8Array.from(phases), firstPhased);
+
+  /** Entry i (ascending) has phase `ph` (not none). */
+  at(i: number, ph: number): void {
+    if (ph === this.last) return;
+    if (this.last !== Phase.none) {
+      this.phases.push(this.last);
+      this.starts.push(i);
+    } else this.firstPhased = i;
+    this.last = ph;
+  }
+
+  finish(): PhaseRuns {
+    this.phases.push(this.last);
+    this.starts.push(this.n);
+    return new PhaseRuns(Int32Array.from(this.starts), Uint8Array.from(this.phases), this.firstPhased);
+  }
 }
 
 /**
  * The rules that depend on when an allocation is freed, applied to the alloc entries in place; the
- * engine's frame-less allocations (engine-no-stack, backward-in-flight) get the engine's site.
+ * engine's frame-less allocations (engine-no-stack, backward-in-flight) get the engine's site. Returns
+ * the alloc entries' lifetimes by size and category as the rules leave them.
  */
 function refineAllocations(
   t: Trace,
@@ -245,8 +308,9 @@ function refineAllocations(
   runs: PhaseRuns,
   end: AllocationEnds,
   engineNoStackSite: number,
-): void {
+): SizeLifetimes {
   const n = t.length;
+  const bySize = new SizeLifetimes();
   const { cat, site, rule, engine, phase } = entries;
   // Backwards, so that "the next entry of another phase" is a running value rather than four columns of
   // n entries each (fresh memory costs more than the arithmetic on a big trace): at entry i, `next` is
@@ -293,6 +357,9 @@ function refineAllocations(
         if (s === EMPTY_STACK && (fired === R.engineNoStack || fired === R.inFlight))
           site[i] = engineNoStackSite;
       }
+      const c = cat[i];
+      if (c === Category.gradients || c === Category.parameters || r === R.optimizer)
+        bySize.add(i, t.sizeBytes[i], e, c, r === R.optimizer);
     }
     if (k !== Kind.other && s !== EMPTY_STACK && engine[i] === 0 && !t.isWorkspace[i]) nextMain = i;
     const ph = phase[i];
@@ -307,6 +374,7 @@ function refineAllocations(
       }
     }
   }
+  return bySize;
 }
 
 /**
