@@ -193,9 +193,8 @@ function gatherBySize(a: TraceAttribution, stackRule: Uint8Array, kinds: Uint8Ar
     if (kinds[t.action[i]] !== Kind.alloc || t.isWorkspace[i]) continue;
     const s = t.stack[i];
     const optimizer = s !== EMPTY_STACK && stackRule[s] === R.optimizer;
-    const c = category[i];
-    if (c === Category.gradients || c === Category.parameters || optimizer)
-      out.add(i, t.sizeBytes[i], lifetimes.end.of(i), c, optimizer);
+    if (SizeLifetimes.weighs(category[i], optimizer))
+      out.add(i, t.sizeBytes[i], lifetimes.end.of(i), category[i], optimizer);
   }
   return out;
 }

@@ -119,6 +119,11 @@ export class SizeLifetimes {
   readonly optimizerState = new IntervalsBySize();
   readonly optimizerSizes = new Set<number>();
 
+  /** Whether an alloc entry of `category` (`optimizer`: its stack's rule is) is gathered (add). */
+  static weighs(category: number, optimizer: boolean): boolean {
+    return category === Category.gradients || category === Category.parameters || optimizer;
+  }
+
   /** Alloc entry i of `size`, ending at `end`, is of `category`; `optimizer`: its stack's rule is. */
   add(i: number, size: number, end: number, category: number, optimizer: boolean): void {
     if (category === Category.gradients) this.gradients.add(size, i, end);
@@ -357,9 +362,8 @@ function refineAllocations(
         if (s === EMPTY_STACK && (fired === R.engineNoStack || fired === R.inFlight))
           site[i] = engineNoStackSite;
       }
-      const c = cat[i];
-      if (c === Category.gradients || c === Category.parameters || r === R.optimizer)
-        bySize.add(i, t.sizeBytes[i], e, c, r === R.optimizer);
+      const optimizer = r === R.optimizer;
+      if (SizeLifetimes.weighs(cat[i], optimizer)) bySize.add(i, t.sizeBytes[i], e, cat[i], optimizer);
     }
     if (k !== Kind.other && s !== EMPTY_STACK && engine[i] === 0 && !t.isWorkspace[i]) nextMain = i;
     const ph = phase[i];
