@@ -3,6 +3,7 @@
 // size; it must really take the entries (else the speed is gone); a run of entries must come apart right
 // when something other than APPENDS closes it; and an instance reused for the next file must not leak
 // what the last one left in its memory. The committed module must be built from the source as it is.
+import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -55,6 +56,7 @@ function read(bytes: Uint8Array, path: Path, chunkBytes: number, copyChunks = fa
     model,
     wasm: assembler.scanner.wasmEntries,
     js: assembler.scanner.fallback.entries,
+    segments: assembler.scanner.wasmSegments,
     scanner: assembler.scanner,
   };
 }
@@ -78,6 +80,61 @@ function generated(n: number, wrap = "list"): Uint8Array {
     "sys.stdout.buffer.write(pickle.dumps({'segments': [], 'device_traces': traces}, protocol=4))",
   ].join("\n");
   return new Uint8Array(pythonBytes(code));
+}
+
+/**
+ * A snapshot whose segments take every shape torch writes them in, and some it does not, from Python:
+ * 1,500 segments (two APPENDS batches), blocks as a MARK batch, a lone APPEND or none, optional keys left
+ * out, frame dicts written out in full the first time and referenced after, pool ids shared (one tuple
+ * object, a memo reference) or not, bools, a float, the segment dicts' keys in the order `keyOrder` says.
+ * A few segments the module must leave to JavaScript: a key it does not know, a pool id that is a list,
+ * an address past 2^53. The trace's entries carry frame dicts written out in full too. Prints the pickle;
+ * `expectWasm` is Python's count of the segments without those odd parts.
+ */
+function segmentShapes(keyOrder: "torch" | "reversed" = "torch"): { bytes: Uint8Array; expectWasm: number } {
+  const code = [
+    "import pickle, sys, json",
+    "frames = [{'filename': f'/src/m{i}.py', 'line': i, 'name': f'fn{i}'} for i in range(30)]",
+    "pools = [(0, 0), (1, 7)]",
+    "segs = []",
+    "odd = 0",
+    "for i in range(1500):",
+    "    nb = 1 if i % 5 == 0 else (0 if i % 11 == 0 else 3)",
+    "    blocks = []",
+    "    for b in range(nb):",
+    "        blk = {'address': 0x7f0000000000 + i * 0x200000 + b * 512, 'size': 512 * (b + 1),",
+    "               'requested_size': 500 * (b + 1), 'state': 'active_allocated' if b % 2 == 0 else 'inactive',",
+    "               'frames': [frames[(i + b + k) % 30] for k in range(4)]}",
+    "        if (i + b) % 7 == 0: del blk['requested_size']",
+    "        if (i + b) % 13 == 0: del blk['frames']",
+    "        if (i + b) % 17 == 0: del blk['address']",
+    "        blocks.append(blk)",
+    "    seg = {'device': i % 2, 'address': 0x7f0000000000 + i * 0x200000, 'total_size': 2097152,",
+    "           'allocated_size': 512 * nb, 'active_size': 512 * nb, 'requested_size': 500 * nb,",
+    "           'stream': 0 if i % 3 else 94000000000000 + i, 'segment_type': 'large' if i % 2 else 'small',",
+    "           'segment_pool_id': pools[i % 2] if i % 4 else (i, 0), 'is_expandable': i % 9 == 0,",
+    "           'frames': [], 'blocks': blocks}",
+    "    if i % 10 == 3: del seg['requested_size']",
+    "    if i == 401: seg['total_size'] = 3.5",
+    "    plain = True",
+    "    if i % 50 == 7: seg['extra_key'] = 1; plain = False",
+    "    if i % 61 == 5: seg['segment_pool_id'] = [0, 0]; plain = False",
+    "    if i == 400: seg['address'] = 2 ** 60; plain = False",
+    `    if '${keyOrder}' == 'reversed': seg = dict(reversed(list(seg.items())))`,
+    "    odd += not plain",
+    "    segs.append(seg)",
+    "trace = [{'action': 'alloc', 'addr': 0x7e0000000000 + j * 512, 'size': 512, 'stream': 0,",
+    "          'time_us': 1700000000000000 + j,",
+    "          'frames': [frames[j % 30], {'filename': f'/new/n{j}.py', 'line': j, 'name': 'fresh'}]}",
+    "         for j in range(50)]",
+    "sys.stderr.write(json.dumps(len(segs) - odd))",
+    "settings = {'expandable_segments': False, 'max_split_size': -1, 'note': 'x' * 64}",
+    "snapshot = {'segments': segs, 'device_traces': [trace, []], 'allocator_settings': settings}",
+    "sys.stdout.buffer.write(pickle.dumps(snapshot, protocol=4))",
+  ].join("\n");
+  const out = spawnSync("python3", ["-c", code], { maxBuffer: 1 << 28 });
+  if (out.status !== 0) throw new Error(String(out.stderr));
+  return { bytes: new Uint8Array(out.stdout), expectWasm: JSON.parse(String(out.stderr)) };
 }
 
 // Skipped only where the platform has no WebAssembly at all — a fact about the runtime, checked here, not
@@ -307,6 +364,36 @@ describe.skipIf(!HAVE_WEBASSEMBLY)("WebAssembly trace scanner", () => {
     await expect(readSnapshot(bytesByteSource(bytes, "t.pickle"))).rejects.toThrow(/never stored/);
   });
 
+  describe("segments", () => {
+    it("reads every shape of segment torch writes as the generic path does, whole and in small chunks, and leaves the odd ones to JavaScript", () => {
+      const { bytes, expectWasm } = segmentShapes();
+      const reference = fingerprint(read(bytes, "generic", bytes.length).model);
+      for (const chunk of [bytes.length, 4099, 1024]) {
+        const w = read(bytes, "wasm", chunk);
+        expect(fingerprint(w.model), `chunks of ${chunk}`).toEqual(reference);
+        // whole, every segment without an odd part is the module's (in chunks some meet a chunk's end)
+        if (chunk === bytes.length) {
+          expect(w.segments).toBe(expectWasm);
+          // the trace's 50 entries too, frame dicts written out in full and all (the settings after them
+          // keep the last one from the bytes' end, which the module leaves to JavaScript)
+          expect(w.wasm).toBe(50);
+        } else expect(w.segments).toBeGreaterThan(expectWasm / 2);
+      }
+      expect(expectWasm).toBeGreaterThan(1300);
+      expect(expectWasm).toBeLessThan(1500);
+    });
+
+    it("an instance reused for the next file knows nothing of the last one's keys", () => {
+      // the same segments with their keys in the other order: the strs the module meets first in the
+      // second file get the codes the first file's first strs had
+      read(segmentShapes("torch").bytes, "wasm", 1 << 30);
+      const { bytes, expectWasm } = segmentShapes("reversed");
+      const w = read(bytes, "wasm", bytes.length);
+      expect(w.segments).toBe(expectWasm);
+      expect(fingerprint(w.model)).toEqual(fingerprint(read(bytes, "generic", bytes.length).model));
+    });
+  });
+
   describe("on generated variants", () => {
     const dir = mkdtempSync(join(tmpdir(), "peakscope-wasm-"));
     let files: string[] = [];
@@ -383,6 +470,36 @@ describe.skipIf(!HAVE_WEBASSEMBLY)("WebAssembly trace scanner", () => {
     // torch shares frame dicts between entries; a file that writes each entry's frames out anew
     // (mosaic's test fixture) is left to the JavaScript scanner.
     const big = real.filter((f) => pyEntries[f] > 1000 && !f.startsWith("facebookresearch__mosaic"));
+    // Segments per file, and whether each segment has only what the module reads (torch ≥ 2.1's keys, a
+    // tuple as pool id, no torch 2.0 history), by Python
+    const pySegments: Record<string, [number, boolean]> = HAVE_REAL
+      ? JSON.parse(
+          python([
+            "-c",
+            "import json,os,pickle,sys\nd=sys.argv[1]\nout={}\n" +
+              "SEG={'device','address','total_size','allocated_size','active_size','requested_size','stream'," +
+              "'segment_type','segment_pool_id','is_expandable','frames','blocks'}\n" +
+              "BLK={'address','size','requested_size','state','frames'}\n" +
+              "for f in sys.argv[2:]:\n" +
+              "    s=pickle.load(open(os.path.join(d,f),'rb'))\n" +
+              "    segs=[] if isinstance(s,list) else s.get('segments') or []\n" +
+              "    plain=all(set(g)<=SEG and isinstance(g.get('segment_pool_id',()),tuple) and " +
+              "all(set(b)<=BLK for b in g.get('blocks',[])) for g in segs)\n" +
+              "    out[f]=[len(segs),plain]\n" +
+              "print(json.dumps(out))",
+            REAL_DIR,
+            ...real,
+          ]),
+        )
+      : {};
+    it("the WebAssembly scanner reads the segments of every real file whose segments are torch's as of 2.1", () => {
+      const plain = real.filter((f) => pySegments[f][1] && pySegments[f][0] > 0);
+      expect(plain.length).toBeGreaterThanOrEqual(10);
+      for (const file of plain) {
+        const w = read(new Uint8Array(readFileSync(join(REAL_DIR, file))), "wasm", 1 << 30);
+        expect(w.segments, file).toBe(pySegments[file][0]);
+      }
+    });
     it("the WebAssembly scanner takes ≥ 90 % of the entries of every big real trace", () => {
       expect(big.length).toBeGreaterThanOrEqual(5);
       for (const file of big) {

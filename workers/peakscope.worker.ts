@@ -6,6 +6,7 @@
 // this worker's reader worker while this one still runs.
 
 import * as Comlink from "comlink";
+import { prepareScanner } from "../src/core/model/wasm-scanner";
 import type { PeakscopeApi, ProgressInfo, WorkerApi } from "./api";
 import { isAttributionHelper, serveAttribution } from "./attribution-helper";
 import { compareEngines } from "./compare";
@@ -206,4 +207,6 @@ if (isAttributionHelper()) serveAttribution();
 else {
   Comlink.expose(api);
   startReaderNow();
+  // the trace scanner's instance for the first file, made while this worker waits for one
+  prepareScanner();
 }

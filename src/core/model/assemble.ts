@@ -21,6 +21,7 @@ import {
   type TraceTable,
 } from "./types";
 import { StagedRun, WasmTraceScanner } from "./wasm-scanner";
+import { BLOCK_FIELDS, Blk, Has, SEGMENT_FIELDS, Seg, SegmentRun } from "./wasm-segments";
 
 const KNOWN_TOP_KEYS = new Set([
   "segments",
@@ -351,6 +352,10 @@ export class SnapshotAssembler implements EntrySink {
       throw notSnapshot(`"segments" holds ${describeValue(list)}, not a list of segments`);
     let skipped = 0;
     for (const seg of sequenceItems(list)) {
+      if (seg instanceof SegmentRun) {
+        this.addScannedSegments(seg);
+        continue;
+      }
       if (!(seg instanceof PyDict)) {
         skipped++;
         continue;
@@ -404,6 +409,40 @@ export class SnapshotAssembler implements EntrySink {
     }
     if (skipped > 0)
       this.notes.push(`${skipped} entries of "segments" are not segment dicts and were skipped`);
+  }
+
+  /** addSegments() for the segments the WebAssembly scanner read: the same fields from its rows. */
+  private addScannedSegments(run: SegmentRun): void {
+    const { segments: S, blocks: B, segmentTypes, states } = run.rows;
+    let b = run.rows.firstBlock(run.first);
+    for (let i = run.first; i < run.first + run.count; i++) {
+      const r = i * SEGMENT_FIELDS;
+      const has = S[r + Seg.has];
+      this.builder.addSegment({
+        device: S[r + Seg.device],
+        address: S[r + Seg.address],
+        totalSizeBytes: S[r + Seg.total] || 0,
+        allocatedSizeBytes: S[r + Seg.allocated] || 0,
+        activeSizeBytes: S[r + Seg.active] || 0,
+        requestedSizeBytes: has & Has.requested ? S[r + Seg.requested] : undefined,
+        streamRaw: S[r + Seg.stream] || 0,
+        segmentType: segmentTypes[i],
+        poolId: has & Has.pool ? [S[r + Seg.poolA], S[r + Seg.poolB]] : undefined,
+        isExpandable: S[r + Seg.expandable] === 1,
+        stack: S[r + Seg.stack],
+      });
+      for (const last = b + S[r + Seg.blocks]; b < last; b++) {
+        const k = b * BLOCK_FIELDS;
+        const blockHas = B[k + Blk.has];
+        this.builder.addBlock({
+          address: blockHas & Has.address ? B[k + Blk.address] : undefined,
+          sizeBytes: B[k + Blk.size] || 0,
+          requestedSizeBytes: blockHas & Has.requested ? B[k + Blk.requested] : undefined,
+          state: states[b],
+          stack: B[k + Blk.stack],
+        });
+      }
+    }
   }
 
   /** The staged row of a trace entry left in a list or tuple (not consumed on the way), or -1. */

@@ -26,6 +26,16 @@ import {
   type TraceEntryScanner,
 } from "./trace-scanner";
 import { Action } from "./types";
+import {
+  BLOCK_FIELDS,
+  copySegments,
+  joinSegments,
+  type ScannedSegments,
+  SEGMENT_FIELDS,
+  SegmentRun,
+  SK_OTHER,
+  segmentKeyId,
+} from "./wasm-segments";
 
 /** A run of consecutive staged rows standing for as many entries on the unpickling stack. */
 export class StagedRun {
@@ -46,6 +56,7 @@ const I_STR = 2;
 const I_STACK = 3;
 const I_FRAME = 4;
 const I_DICT = 5;
+const I_PAIR = 6;
 // scan() results (the third, S_BAIL = 1: an entry given up on)
 const S_ROWS_FULL = 2;
 
@@ -89,6 +100,15 @@ interface Exports {
   clearCache(): void;
   reset(): void;
   scan(pos: number, end: number, memoLen: number, maxMemo: number, maxRows: number, consumed: number): number;
+  scanSegments(pos: number, end: number, memoLen: number, maxMemo: number, consumed: number): number;
+  segments(): number;
+  blocks(): number;
+  resetPairs(): void;
+  segmentRowsAddress(): number;
+  blockRowsAddress(): number;
+  segmentKeysAddress(): number;
+  SEG_FIELDS: WebAssembly.Global;
+  BLOCK_FIELDS: WebAssembly.Global;
   WINDOW_BYTES: WebAssembly.Global;
   MAX_ROWS: WebAssembly.Global;
   ACTION_OOM: WebAssembly.Global;
@@ -122,7 +142,7 @@ let spare: Slot | null = null;
  * An instance whose memo grew past this is not kept: a big file's memo makes it large (≈ 70 MB after a
  * 1 GB file), and the page reads each file in a worker of its own, so keeping it would only hold that
  * memory for as long as the file is open. The warm-up's small reads stay well below. (Its fixed regions,
- * ≈ 130 MB below the memo, are reserved, not written: only the pages the reads wrote are memory.)
+ * ≈ 17 MB below the memo, are reserved, not written: only the pages the reads wrote are memory.)
  */
 const MAX_SPARE_BYTES = 32 << 20;
 
@@ -183,6 +203,37 @@ function newSlot(module: WebAssembly.Module, sliceBytes = 0): Slot | null {
   return s;
 }
 
+/** Grows the module's memory to at least `bytes` (by a quarter at least: it grows with the memo). */
+function growMemory(x: Exports, bytes: number): void {
+  const have = x.memory.buffer.byteLength;
+  if (bytes > have) x.memory.grow(Math.ceil((Math.max(bytes, have + (have >> 2)) - have) / PAGE));
+}
+
+/** Memo slots a new scanner makes room for at once. */
+const FIRST_MEMO_SLOTS = 1 << 16;
+/**
+ * Memo slots the prepared instance has room for: a 101 MB file's 1.9 M and the window's worth more, so
+ * that its memory does not grow during the read (each growth cost 3–7 ms there). Below MAX_SPARE_BYTES.
+ */
+const PREPARED_MEMO_SLOTS = 1 << 22;
+
+/**
+ * Makes the instance the next read takes (the spare) ahead of it. Compiling the module, making an
+ * instance and growing its memory took a cold worker 9–46 ms (the page's file input, a file picked as the
+ * page loads), after the file's first slice was in and before any of it was parsed; done as the worker
+ * starts, while it waits for a file, that is off the load. Not where WebAssembly cannot be compiled.
+ */
+export function prepareScanner(): void {
+  if (spare !== null) return;
+  const module = traceScanModule();
+  const slot = module !== null ? newSlot(module) : null;
+  if (slot === null) return;
+  const memory = slot.x.memory;
+  const want = slot.x.memoAddress() + 4 * PREPARED_MEMO_SLOTS;
+  if (want > memory.buffer.byteLength) memory.grow(Math.ceil((want - memory.buffer.byteLength) / PAGE));
+  spare = slot;
+}
+
 /** Whether reads here go through the WebAssembly scanner. */
 export function wasmScannerAvailable(): boolean {
   return traceScanModule() !== null;
@@ -193,6 +244,8 @@ export class WasmTraceScanner implements DictScanner {
   valueCount = 1;
   /** Entries the WebAssembly scanner staged. */
   wasmEntries = 0;
+  /** Segments (of the root's "segments" list) the WebAssembly scanner read. */
+  wasmSegments = 0;
 
   private readonly x: Exports | null = null;
   private readonly slot: Slot | null = null;
@@ -202,6 +255,9 @@ export class WasmTraceScanner implements DictScanner {
   private i32 = new Int32Array(0);
   private info = new Int32Array(0);
   private aux = new Int32Array(0);
+  private segmentKeys = new Uint8Array(0);
+  /** Whether the module lays its segment and block rows out as wasm-segments.ts reads them. */
+  private readonly segmentsKnown: boolean = false;
   private rowViews: RowViews | null = null;
   private memoBase = 0;
   private inputBase = 0;
@@ -244,6 +300,8 @@ export class WasmTraceScanner implements DictScanner {
       slot.x.reset();
       new Int32Array(slot.x.memory.buffer, slot.x.infoAddress(), slot.infoUsed).fill(0);
       new Int32Array(slot.x.memory.buffer, slot.x.auxAddress(), slot.infoUsed).fill(0);
+      new Uint8Array(slot.x.memory.buffer, slot.x.segmentKeysAddress(), slot.infoUsed).fill(0);
+      slot.x.resetPairs();
       slot.infoUsed = 0;
       new Int32Array(slot.x.memory.buffer, slot.x.memoAddress(), slot.memoUsed).fill(0);
       slot.memoUsed = 0;
@@ -262,9 +320,10 @@ export class WasmTraceScanner implements DictScanner {
     this.windowBytes = x.WINDOW_BYTES.value;
     this.maxRows = x.MAX_ROWS.value;
     this.flagsKnown = flagsAgree(x);
+    this.segmentsKnown = x.SEG_FIELDS?.value === SEGMENT_FIELDS && x.BLOCK_FIELDS?.value === BLOCK_FIELDS;
     this.infoCap = x.infoCapacity();
     this.x = x;
-    this.growTo(this.memoBase + 4 * (1 << 16));
+    this.growTo(this.memoBase + 4 * FIRST_MEMO_SLOTS);
   }
 
   /** The read is over: the instance may serve the next one. */
@@ -328,18 +387,28 @@ export class WasmTraceScanner implements DictScanner {
     return this.wasmEntries + this.fallback.entries;
   }
 
-  scan(buf: Uint8Array, pos: number, end: number, memo: Memo, maxMemoIndex: number, inList: boolean): number {
+  scan(
+    buf: Uint8Array,
+    pos: number,
+    end: number,
+    memo: Memo,
+    maxMemoIndex: number,
+    inList: boolean,
+    listKey?: unknown,
+  ): number {
     const x = this.x;
     if (x === null) return this.scanJs(buf, pos, end, memo, maxMemoIndex);
     if (memo !== this.memo) this.attach(memo);
+    if (listKey === "segments" && this.segmentsKnown) {
+      const next = this.scanSegments(x, buf, pos, end, memo, maxMemoIndex);
+      if (next >= 0) return next;
+    }
     const limit = inList ? Number.MAX_SAFE_INTEGER : 1;
     let at = pos;
     let total = 0;
     let firstRow = -1;
     for (;;) {
-      if (buf !== this.winBuf || at < this.winStart || (this.winEnd < end && this.winEnd - at < MIN_ROOM))
-        this.window(buf, at, end);
-      memo.reserve(memo.length + (this.winEnd - at) + 16);
+      this.ready(buf, at, end, memo);
       const status = x.scan(
         at - this.winStart,
         this.winEnd - this.winStart,
@@ -375,6 +444,67 @@ export class WasmTraceScanner implements DictScanner {
     return at;
   }
 
+  /**
+   * The segment dicts from buf[pos] on through the module (scanSegments), as one SegmentRun; -1 when it
+   * read none (the first one is left to JavaScript).
+   */
+  private scanSegments(
+    x: Exports,
+    buf: Uint8Array,
+    pos: number,
+    end: number,
+    memo: Memo,
+    maxMemoIndex: number,
+  ): number {
+    let at = pos;
+    const parts: ScannedSegments[] = [];
+    for (;;) {
+      this.ready(buf, at, end, memo);
+      const status = x.scanSegments(
+        at - this.winStart,
+        this.winEnd - this.winStart,
+        memo.length,
+        maxMemoIndex,
+        this.consumedCode,
+      );
+      memo.length = x.memoLength();
+      const n = x.segments();
+      if (n > 0)
+        parts.push(
+          copySegments(
+            x.memory.buffer,
+            x.segmentRowsAddress(),
+            n,
+            x.blockRowsAddress(),
+            x.blocks(),
+            this.memo as Memo,
+          ),
+        );
+      at = this.winStart + x.position();
+      if (status === S_ROWS_FULL) continue;
+      // stopped near the window's end (not the bytes'): the rest may fit in the next window
+      if (n > 0 && this.winEnd < end && this.winEnd - at < MIN_ROOM) continue;
+      break;
+    }
+    if (parts.length === 0) return -1;
+    const rows = parts.length === 1 ? parts[0] : joinSegments(parts);
+    const count = rows.segments.length / SEGMENT_FIELDS;
+    this.wasmSegments += count;
+    this.value = new SegmentRun(rows, 0, count);
+    this.valueCount = count;
+    return at;
+  }
+
+  /**
+   * The window over buf[at..end) (moved where fewer than MIN_ROOM bytes of it are left before the
+   * bytes' end), and room in the memo for a slot per byte of it (the most a scan can store).
+   */
+  private ready(buf: Uint8Array, at: number, end: number, memo: Memo): void {
+    if (buf !== this.winBuf || at < this.winStart || (this.winEnd < end && this.winEnd - at < MIN_ROOM))
+      this.window(buf, at, end);
+    memo.reserve(memo.length + (this.winEnd - at) + 16);
+  }
+
   private scanJs(buf: Uint8Array, pos: number, end: number, memo: Memo, maxMemoIndex: number): number {
     const next = this.fallback.scan(buf, pos, end, memo, maxMemoIndex);
     this.value = this.fallback.value;
@@ -383,6 +513,11 @@ export class WasmTraceScanner implements DictScanner {
   }
 
   expand(value: unknown): unknown[] | null {
+    if (value instanceof SegmentRun) {
+      const out: unknown[] = [];
+      for (let i = 0; i < value.count; i++) out.push(new SegmentRun(value.rows, value.first + i, 1));
+      return out;
+    }
     if (!(value instanceof StagedRun)) return null;
     const out: unknown[] = [];
     for (let i = 0; i < value.count; i++) out.push(new StagedEntry(value.row + i));
@@ -419,14 +554,14 @@ export class WasmTraceScanner implements DictScanner {
   /** Grows the memory to at least `bytes` (and remakes the views of it). */
   private growTo(bytes: number): void {
     const x = this.x as Exports;
-    const have = x.memory.buffer.byteLength;
-    if (bytes > have) x.memory.grow(Math.ceil((Math.max(bytes, have + (have >> 2)) - have) / PAGE));
+    growMemory(x, bytes);
     if (this.u8.buffer === x.memory.buffer) return;
     const buffer = x.memory.buffer;
     this.u8 = new Uint8Array(buffer);
     this.i32 = new Int32Array(buffer);
     this.info = new Int32Array(buffer, x.infoAddress(), this.infoCap);
     this.aux = new Int32Array(buffer, x.auxAddress(), this.infoCap);
+    if (this.segmentsKnown) this.segmentKeys = new Uint8Array(buffer, x.segmentKeysAddress(), this.infoCap);
     const views = {} as Record<string, Uint8Array | Float64Array | Int32Array>;
     ROW_COLUMNS.forEach(([name, Type], i) => {
       views[name] = new Type(buffer, x.rowAddress(i), this.maxRows);
@@ -530,6 +665,42 @@ export class WasmTraceScanner implements DictScanner {
       this.sink.builder.internStack(this.i32.subarray(ptr >> 2, (ptr >> 2) + n), n),
     stackCodeOf: (stack: number): number => (this.memo as Memo).code(this.sink.stackRef(stack)),
     streamNumber: (raw: number): number => this.sink.builder.streamNumber(raw),
+    segmentKeyOf: (code: number): number => {
+      const v = (this.memo as Memo).valueOf(code);
+      const key = typeof v === "string" ? segmentKeyId(v) : SK_OTHER;
+      const i = this.index(code);
+      if (i < this.infoCap) {
+        this.segmentKeys[i] = key;
+        this.wrote(i);
+      }
+      return key;
+    },
+    // a frame dict the module read (in a segment): made as the unpickler makes it, and interned
+    newFrame: (filenameCode: number, line: number, nameCode: number): number => {
+      const memo = this.memo as Memo;
+      const d = new PyDict();
+      d.add("filename", memo.valueOf(filenameCode));
+      d.add("line", line);
+      d.add("name", memo.valueOf(nameCode));
+      const id = this.sink.frameIdOf(d);
+      const code = memo.objectCode(d);
+      const i = this.index(code);
+      if (i < this.infoCap) {
+        this.info[i] = I_FRAME | (id << 3);
+        this.wrote(i);
+      }
+      return code;
+    },
+    // a segment_pool_id the module read: the tuple (a list here, as TUPLE2 makes it), its INFO its index
+    newPair: (a: number, b: number, index: number): number => {
+      const code = (this.memo as Memo).objectCode([a, b]);
+      const i = this.index(code);
+      if (i < this.infoCap) {
+        this.info[i] = I_PAIR | (index << 3);
+        this.wrote(i);
+      }
+      return code;
+    },
   };
 }
 
@@ -537,8 +708,8 @@ export class WasmTraceScanner implements DictScanner {
 function hostImports(slot: Slot): Record<string, (...args: number[]) => number> {
   const out: Record<string, (...args: number[]) => number> = {};
   for (const name of Object.keys(HOST_NAMES))
-    out[name] = (a = 0, b = 0) =>
-      (slot.owner as WasmTraceScanner).host[name as keyof WasmTraceScanner["host"]](a, b);
+    out[name] = (a = 0, b = 0, c = 0) =>
+      (slot.owner as WasmTraceScanner).host[name as keyof WasmTraceScanner["host"]](a, b, c);
   return out;
 }
 
@@ -553,4 +724,7 @@ const HOST_NAMES = {
   internStack: 1,
   stackCodeOf: 1,
   streamNumber: 1,
+  segmentKeyOf: 1,
+  newFrame: 1,
+  newPair: 1,
 };

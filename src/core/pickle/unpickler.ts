@@ -31,12 +31,21 @@ export interface UnpickleHooks {
  * path (anything unexpected, or the dict runs past `end`), and then it must have left the memo as it was.
  * `inList`: the dict sits in a MARK whose container is a list; the scanner may then take the dicts that
  * follow it as well, and `value` stands for `valueCount` items (a run, kept whole only for APPENDS:
- * before any other opcode the unpickler asks expand() for the items one by one).
+ * before any other opcode the unpickler asks expand() for the items one by one). `listKey`: where that
+ * list is a value of the root dict, its key (a snapshot's "segments" list is read whole that way).
  */
 export interface DictScanner {
   value: unknown;
   valueCount: number;
-  scan(buf: Uint8Array, pos: number, end: number, memo: Memo, maxMemoIndex: number, inList: boolean): number;
+  scan(
+    buf: Uint8Array,
+    pos: number,
+    end: number,
+    memo: Memo,
+    maxMemoIndex: number,
+    inList: boolean,
+    listKey?: unknown,
+  ): number;
   /** The items a run stands for, or null when `value` is not a run. */
   expand(value: unknown): unknown[] | null;
   /** Told when a PUT overwrites memo slot `slot`, so that nothing it remembers of the slot goes stale. */
@@ -477,7 +486,10 @@ export class Unpickler {
         case 0x7d: // EMPTY_DICT
           if (scanner !== null) {
             const m = marks.length > 0 ? marks[marks.length - 1] : 0;
-            const next = scanner.scan(buf, pos, end, memo, maxMemo, m > 0 && stack[m - 1] instanceof PyList);
+            const inList = m > 0 && stack[m - 1] instanceof PyList;
+            // (a list that is a value of the root dict: its key)
+            const key = inList && marks.length === 2 && m >= 2 ? stack[m - 2] : undefined;
+            const next = scanner.scan(buf, pos, end, memo, maxMemo, inList, key);
             if (next >= 0) {
               stack.push(scanner.value);
               if (scanner.valueCount > 1) runs++;

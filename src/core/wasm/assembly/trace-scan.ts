@@ -4,9 +4,10 @@
 // The trace-entry scanner of src/core/model/trace-scanner.ts, in WebAssembly: it parses a run of trace
 // entries straight from the pickle bytes into rows, with no call into JavaScript per entry, so its speed
 // does not depend on the JIT having warmed up. It handles the shape nearly every entry has (scalars,
-// strs, a frames list of memo references to known frame dicts, or a memo reference to a frames list);
-// anything else (a frame dict written out in full, a memo slot overwritten, the bytes ending mid-entry)
-// stops the run at that entry with the memo as it was, and JavaScript takes it (wasm-scanner.ts).
+// strs, a frames list of frame dicts, written out or memo references, or a memo reference to a frames
+// list); anything else (a memo slot overwritten, a value of another kind, the bytes ending mid-entry)
+// stops the run at that entry with the memo as it was, and JavaScript takes it (wasm-scanner.ts). The
+// snapshot's segments, before the trace, are read here too (scanSegments, at the end of this file).
 //
 // The memo is shared with JavaScript: its Int32 codes (see src/core/pickle/memo.ts) live in this
 // module's memory. What a code stands for (a str and which trace key it is, a stack, a frame) is asked
@@ -24,6 +25,9 @@ declare function newString(ptr: i32, len: i32): i32;
 declare function internStack(ptr: i32, n: i32): i32;
 declare function stackCodeOf(stack: i32): i32;
 declare function streamNumber(raw: f64): i32;
+declare function segmentKeyOf(code: i32): i32;
+declare function newFrame(filenameCode: i32, line: f64, nameCode: i32): i32;
+declare function newPair(a: f64, b: f64, index: i32): i32;
 
 // Opcodes
 const MARK: i32 = 0x28;
@@ -48,6 +52,7 @@ const NEWFALSE: i32 = 0x89;
 const SHORT_BINUNICODE: i32 = 0x8c;
 const BINUNICODE: i32 = 0x58;
 const FRAME: i32 = 0x95;
+const TUPLE2: i32 = 0x86;
 
 // Trace entry keys (as trace-scanner.ts)
 const K_ACTION: i32 = 1;
@@ -71,6 +76,8 @@ export const I_STACK: i32 = 3;
 export const I_FRAME: i32 = 4;
 /** A dict not (yet) taken as a frame: frameOf() says. */
 export const I_DICT: i32 = 5;
+/** A pair of numbers (a segment_pool_id) this module read: bits 3– its index in PAIRS. */
+export const I_PAIR: i32 = 6;
 
 // Value kinds
 const V_NUM: i32 = 1;
@@ -98,23 +105,34 @@ export const F_CATEGORY: i32 = 32; // the same for category
 /** model/types.ts' Action.oom (wasm-scanner.ts checks that they agree). */
 export const ACTION_OOM: i32 = 8;
 
-// Sizes. Untouched memory costs nothing (the pages are never faulted in), so the tables are generous.
+// Sizes. Each table holds far more than real files need (the real-shaped 2.0 GB file: 218 frames lists
+// cached in 40 KB, 458 strs in 40 KB, 173 stack codes, 7,116 info entries); a table that is full only
+// sends what does not fit the slow way (a call into JavaScript, a list parsed again). Not larger: the
+// whole memory counts towards V8's limit for a garbage collection (every byte of it, written or not), and
+// tables of 130 MB had the parsing worker collect its garbage twice in the first 150 ms of a 101 MB load.
 export const WINDOW_BYTES: i32 = 1 << 20;
 export const MAX_ROWS: i32 = 8192;
-const INFO_CAP: i32 = 1 << 22;
+const INFO_CAP: i32 = 1 << 18;
 const STR_BUCKETS: i32 = 1 << 14;
-const STR_CAP: i32 = 1 << 16;
+const STR_CAP: i32 = 1 << 14;
 const STR_MAX_BYTES: i32 = 256;
-const STR_POOL_BYTES: i32 = 1 << 22;
-const STACK_CODE_CAP: i32 = 1 << 20;
+const STR_POOL_BYTES: i32 = 1 << 20;
+const STACK_CODE_CAP: i32 = 1 << 16;
 const CACHE_BUCKETS: i32 = 1 << 16;
-const CACHE_CAP: i32 = 1 << 20;
-const CACHE_POOL_BYTES: i32 = 64 << 20;
+const CACHE_CAP: i32 = 1 << 16;
+const CACHE_POOL_BYTES: i32 = 8 << 20;
 /** As stack-bytes-cache.ts: lists outside these sizes are parsed each time. */
 const MIN_LIST_BYTES: i32 = 12;
 const MAX_LIST_BYTES: i32 = 4096;
-const FRAMES_CAP: i32 = 1 << 20;
+const FRAMES_CAP: i32 = 1 << 16;
 const KEY_SLOT_CAP: i32 = 1 << 16;
+/** Segments and blocks one scanSegments() writes at most (a real 101 MB file has 701 and 1,637). */
+export const SEG_CAP: i32 = 1 << 12;
+export const BLOCK_CAP: i32 = 1 << 14;
+/** f64 per segment row and per block row (SEG_* and BLK_* below). */
+export const SEG_FIELDS: i32 = 14;
+export const BLOCK_FIELDS: i32 = 6;
+const PAIR_CAP: i32 = 1 << 14;
 
 // Regions (byte addresses, set by init())
 /** Where scan() reads its bytes: the window region (WINDOW), or a slice read in place (setInput). */
@@ -143,6 +161,10 @@ let CACHE_ENTRIES: i32 = 0;
 let CACHE_POOL: i32 = 0;
 let FRAMES: i32 = 0;
 let KEY_SLOTS: i32 = 0;
+let SEG_ROWS: i32 = 0;
+let BLOCK_ROWS: i32 = 0;
+let PAIRS: i32 = 0;
+let SEG_KEYS: i32 = 0;
 let MEMO: i32 = 0;
 
 // State
@@ -225,6 +247,14 @@ export function init(sliceBytes: i32): i32 {
   at = region(at, FRAMES_CAP * 4);
   KEY_SLOTS = at;
   at = region(at, KEY_SLOT_CAP);
+  SEG_ROWS = at;
+  at = region(at, SEG_CAP * SEG_FIELDS * 8);
+  BLOCK_ROWS = at;
+  at = region(at, BLOCK_CAP * BLOCK_FIELDS * 8);
+  PAIRS = at;
+  at = region(at, PAIR_CAP * 16);
+  SEG_KEYS = at;
+  at = region(at, INFO_CAP);
   MEMO = (at + 65535) & ~65535;
   return MEMO;
 }
@@ -253,6 +283,19 @@ export function auxAddress(): i32 {
 }
 export function infoCapacity(): i32 {
   return INFO_CAP;
+}
+export function segmentRowsAddress(): i32 {
+  return SEG_ROWS;
+}
+export function blockRowsAddress(): i32 {
+  return BLOCK_ROWS;
+}
+export function pairsAddress(): i32 {
+  return PAIRS;
+}
+/** A u8 per info index: its segment key (SK_*) once segmentKeyOf() was asked, written by JavaScript. */
+export function segmentKeysAddress(): i32 {
+  return SEG_KEYS;
 }
 /** Row column addresses, in the order of wasm-scanner.ts's ROW_COLUMNS. */
 export function rowAddress(column: i32): i32 {
@@ -699,8 +742,9 @@ function readFrame(op: i32): i32 {
     P = q + width;
     return id;
   }
-  // a frame dict written out in full (EMPTY_DICT): JavaScript builds it
-  return op === EMPTY_DICT || op < 0 ? -2 : -1;
+  // a frame dict written out in full (the first time it is met): read here, JavaScript makes the dict
+  if (op === EMPTY_DICT) return frameDict();
+  return op < 0 ? -2 : -1;
 }
 
 // Two tables share the cached lists. A list of PREFIX_BYTES or more is found by a hash of its first
@@ -1055,4 +1099,385 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
   store<i32>(R_USER_METADATA + (row << 2), userMetadata);
   store<i32>(R_CATEGORY + (row << 2), category);
   return true;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Segments. The snapshot's "segments" list comes first in the file, before any trace entry: ≈ 200 KB
+// and 75 thousand opcodes at 101 MB (segment dicts, their block dicts, the frames of every block, the
+// frame dicts written out in full the first time they are met). Read by JavaScript's opcode loop they
+// cost a cold load 60–100 ms, and V8 compiles that loop five times meanwhile; read here, the loop never
+// gets hot. scanSegments() takes the segment dicts that follow one another in the root's "segments"
+// list (wasm-scanner.ts asks only there) into segment and block rows; anything else in a segment (a key
+// it does not know, a value of another kind, torch 2.0's block history, the bytes ending) stops the run
+// at that segment with the memo as it was, and JavaScript reads it as before.
+
+// Segment keys (SK_*): what segmentKeyOf() says a str is (0: not asked yet, SK_OTHER: none of these)
+const SK_DEVICE: i32 = 1;
+const SK_ADDRESS: i32 = 2;
+const SK_TOTAL_SIZE: i32 = 3;
+const SK_ALLOCATED_SIZE: i32 = 4;
+const SK_ACTIVE_SIZE: i32 = 5;
+const SK_REQUESTED_SIZE: i32 = 6;
+const SK_STREAM: i32 = 7;
+const SK_SEGMENT_TYPE: i32 = 8;
+const SK_SEGMENT_POOL_ID: i32 = 9;
+const SK_IS_EXPANDABLE: i32 = 10;
+const SK_FRAMES: i32 = 11;
+const SK_BLOCKS: i32 = 12;
+const SK_SIZE: i32 = 13;
+const SK_STATE: i32 = 14;
+const SK_FILENAME: i32 = 15;
+const SK_LINE: i32 = 16;
+const SK_NAME: i32 = 17;
+
+// A segment row's fields (f64 each; wasm-scanner.ts reads them by these indices)
+const SEG_DEVICE: i32 = 0;
+const SEG_ADDRESS: i32 = 1;
+const SEG_TOTAL: i32 = 2;
+const SEG_ALLOCATED: i32 = 3;
+const SEG_ACTIVE: i32 = 4;
+const SEG_REQUESTED: i32 = 5;
+const SEG_STREAM: i32 = 6;
+const SEG_POOL_A: i32 = 7;
+const SEG_POOL_B: i32 = 8;
+const SEG_TYPE: i32 = 9; // the str's memo code, 0 when absent
+const SEG_EXPANDABLE: i32 = 10;
+const SEG_STACK: i32 = 11;
+const SEG_BLOCKS: i32 = 12; // how many block rows follow the last segment's
+const SEG_HAS: i32 = 13; // HAS_* of the keys present
+// A block row's fields
+const BLK_ADDRESS: i32 = 0;
+const BLK_SIZE: i32 = 1;
+const BLK_REQUESTED: i32 = 2;
+const BLK_STATE: i32 = 3; // the str's memo code, 0 when absent
+const BLK_STACK: i32 = 4;
+const BLK_HAS: i32 = 5;
+// Keys present (SEG_HAS, BLK_HAS)
+const HAS_ADDRESS: i32 = 1;
+const HAS_REQUESTED: i32 = 2;
+const HAS_POOL: i32 = 4;
+const HAS_FRAMES: i32 = 8;
+
+let outSegments: i32 = 0;
+let outBlocks: i32 = 0;
+let pairCount: i32 = 0;
+export function segments(): i32 {
+  return outSegments;
+}
+export function blocks(): i32 {
+  return outBlocks;
+}
+/** Before another file: pairs are numbered from 0 again (their INFO entries are cleared by JavaScript). */
+export function resetPairs(): void {
+  pairCount = 0;
+}
+
+/**
+ * Parses the segment dicts that follow one another from IN + pos (an EMPTY_DICT), as scan() does trace
+ * entries: segments() rows and blocks() block rows written, position() where it stopped (the EMPTY_DICT
+ * of a segment it gave up on, or what follows the last), memoLength() the memo's new length.
+ */
+export function scanSegments(pos: i32, end: i32, memoLen: i32, maxMemo: i32, consumedCode: i32): i32 {
+  P = pos;
+  END = end;
+  MEMO_LEN = memoLen;
+  MAX_MEMO = <u32>maxMemo;
+  let n = 0;
+  let nb = 0;
+  let status = S_NOT_ENTRY;
+  for (;;) {
+    const q = P;
+    if (q >= END || <i32>load<u8>(IN + q) !== EMPTY_DICT) break;
+    if (n >= SEG_CAP) {
+      status = S_ROWS_FULL;
+      break;
+    }
+    const memoStart = MEMO_LEN;
+    const got = segment(q, n, nb, consumedCode);
+    if (got < 0) {
+      if (MEMO_LEN > memoStart) memory.fill(MEMO + (memoStart << 2), 0, (MEMO_LEN - memoStart) << 2);
+      MEMO_LEN = memoStart;
+      P = q;
+      status = S_BAIL;
+      break;
+    }
+    nb += got;
+    n++;
+    while (P + 9 <= END && <i32>load<u8>(IN + P) === FRAME) P += 9;
+  }
+  outPos = P;
+  outSegments = n;
+  outBlocks = nb;
+  return status;
+}
+
+/** The SK_* of the key at P (a memo reference to a str, or a str written out), or 0 to give up. */
+function readSegmentKey(): i32 {
+  const op = nextOp();
+  const q = P;
+  let code: i32;
+  if (op === BINGET || op === LONG_BINGET) {
+    const width = op === BINGET ? 2 : 5;
+    if (q + width > END) return 0;
+    code = memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1));
+    if ((Info.of(code) & 7) !== I_STR) return 0;
+    P = q + width;
+  } else if (op === SHORT_BINUNICODE || op === BINUNICODE) {
+    code = readNewString(op);
+    if (code === 0) return 0;
+  } else return 0;
+  const idx = infoIndex(code);
+  if (<u32>idx >= <u32>INFO_CAP) return 0;
+  const k = <i32>load<u8>(SEG_KEYS + idx);
+  return k !== 0 ? k : segmentKeyOf(code);
+}
+
+/** A number (an int, or a float) at P into vNum; false to give up (None, a bool, anything else). */
+function readNumber(): bool {
+  return readValue(false) === V_NUM;
+}
+
+/** A str at P: its memo code, or 0 to give up. */
+function readStr(): i32 {
+  return readValue(false) === V_STR ? vCode : 0;
+}
+
+/** The SEG_* a segment key's number goes to (SK_DEVICE … SK_STREAM), or -1. */
+function segmentNumberField(key: i32): i32 {
+  switch (key) {
+    case SK_DEVICE:
+      return SEG_DEVICE;
+    case SK_ADDRESS:
+      return SEG_ADDRESS;
+    case SK_TOTAL_SIZE:
+      return SEG_TOTAL;
+    case SK_ALLOCATED_SIZE:
+      return SEG_ALLOCATED;
+    case SK_ACTIVE_SIZE:
+      return SEG_ACTIVE;
+    case SK_REQUESTED_SIZE:
+      return SEG_REQUESTED;
+    case SK_STREAM:
+      return SEG_STREAM;
+    default:
+      return -1;
+  }
+}
+
+/**
+ * The segment dict at IN + pos into segment row `row`, its blocks from block row `block` on: how many
+ * blocks it has, or -1 to give it up. (A row given up on is left half written: nothing counts it.)
+ */
+function segment(pos: i32, row: i32, block: i32, consumedCode: i32): i32 {
+  P = pos + 1;
+  if (Memo.put(consumedCode) === -2) return -1;
+  if (nextOp() !== MARK) return -1;
+  P++;
+  // what a key left out reads as (assemble.ts addSegments: address and requested_size as absent)
+  const r = SEG_ROWS + row * SEG_FIELDS * 8;
+  for (let f = 0; f < SEG_FIELDS; f++) store<f64>(r + f * 8, 0);
+  store<f64>(r + SEG_ADDRESS * 8, NaN);
+  store<f64>(r + SEG_STACK * 8, <f64>EMPTY_STACK);
+  let has = 0;
+  let blockCount = 0;
+  for (;;) {
+    if (nextOp() === SETITEMS) {
+      P++;
+      break;
+    }
+    const key = readSegmentKey();
+    const field = segmentNumberField(key);
+    if (field >= 0) {
+      if (!readNumber()) return -1;
+      store<f64>(r + field * 8, vNum);
+      if (key === SK_ADDRESS) has |= HAS_ADDRESS;
+      else if (key === SK_REQUESTED_SIZE) has |= HAS_REQUESTED;
+      continue;
+    }
+    switch (key) {
+      case SK_SEGMENT_TYPE: {
+        const type = readStr();
+        if (type === 0) return -1;
+        store<f64>(r + SEG_TYPE * 8, <f64>type);
+        break;
+      }
+      case SK_SEGMENT_POOL_ID:
+        if (!readPair()) return -1;
+        store<f64>(r + SEG_POOL_A * 8, pairA);
+        store<f64>(r + SEG_POOL_B * 8, pairB);
+        has |= HAS_POOL;
+        break;
+      case SK_IS_EXPANDABLE: {
+        const b = nextOp();
+        if (b !== NEWTRUE && b !== NEWFALSE) return -1;
+        P++;
+        store<f64>(r + SEG_EXPANDABLE * 8, b === NEWTRUE ? 1 : 0);
+        break;
+      }
+      case SK_FRAMES:
+        if (readValue(true) !== V_STACK) return -1;
+        store<f64>(r + SEG_STACK * 8, <f64>vStack);
+        has |= HAS_FRAMES;
+        break;
+      case SK_BLOCKS:
+        blockCount = blockList(block, consumedCode);
+        if (blockCount < 0) return -1;
+        break;
+      default:
+        return -1;
+    }
+  }
+  store<f64>(r + SEG_BLOCKS * 8, <f64>blockCount);
+  store<f64>(r + SEG_HAS * 8, <f64>has);
+  return blockCount;
+}
+
+/**
+ * The "blocks" list at P into block rows from `first` on (MARK … APPENDS batches, or a lone block and
+ * APPEND): how many, or -1 to give up. A second "blocks" key in one segment is given up on.
+ */
+function blockList(first: i32, consumedCode: i32): i32 {
+  if (nextOp() !== EMPTY_LIST) return -1;
+  P++;
+  if (Memo.put(consumedCode) === -2) return -1;
+  let n = 0;
+  for (;;) {
+    const op = nextOp();
+    if (op === MARK) {
+      P++;
+      for (;;) {
+        const item = nextOp();
+        if (item === APPENDS) {
+          P++;
+          break;
+        }
+        if (item !== EMPTY_DICT || first + n >= BLOCK_CAP || !block(first + n, consumedCode)) return -1;
+        n++;
+      }
+    } else if (op === EMPTY_DICT) {
+      if (first + n >= BLOCK_CAP || !block(first + n, consumedCode)) return -1;
+      if (nextOp() !== APPEND) return -1;
+      P++;
+      n++;
+    } else if (op < 0) return -1;
+    else break; // the segment's next key, or its SETITEMS
+  }
+  return n;
+}
+
+/** The block dict at P (its EMPTY_DICT) into block row `row`; false to give it up. */
+function block(row: i32, consumedCode: i32): bool {
+  P++;
+  if (Memo.put(consumedCode) === -2) return false;
+  if (nextOp() !== MARK) return false;
+  P++;
+  const r = BLOCK_ROWS + row * BLOCK_FIELDS * 8;
+  for (let f = 0; f < BLOCK_FIELDS; f++) store<f64>(r + f * 8, 0);
+  store<f64>(r + BLK_ADDRESS * 8, NaN);
+  store<f64>(r + BLK_REQUESTED * 8, NaN);
+  store<f64>(r + BLK_STACK * 8, <f64>EMPTY_STACK);
+  let has = 0;
+  for (;;) {
+    if (nextOp() === SETITEMS) {
+      P++;
+      break;
+    }
+    const key = readSegmentKey();
+    if (key === SK_ADDRESS || key === SK_SIZE || key === SK_REQUESTED_SIZE) {
+      if (!readNumber()) return false;
+      store<f64>(r + (key === SK_ADDRESS ? BLK_ADDRESS : key === SK_SIZE ? BLK_SIZE : BLK_REQUESTED) * 8, vNum);
+      if (key === SK_ADDRESS) has |= HAS_ADDRESS;
+      else if (key === SK_REQUESTED_SIZE) has |= HAS_REQUESTED;
+    } else if (key === SK_STATE) {
+      const state = readStr();
+      if (state === 0) return false;
+      store<f64>(r + BLK_STATE * 8, <f64>state);
+    } else if (key === SK_FRAMES) {
+      if (readValue(true) !== V_STACK) return false;
+      store<f64>(r + BLK_STACK * 8, <f64>vStack);
+      has |= HAS_FRAMES;
+    } else return false;
+  }
+  store<f64>(r + BLK_HAS * 8, <f64>has);
+  return true;
+}
+
+let pairA: f64 = 0;
+let pairB: f64 = 0;
+
+/** A pair of numbers at P (two ints and TUPLE2, memoised; or a memo reference to one read here). */
+function readPair(): bool {
+  const op = nextOp();
+  const q = P;
+  if (op === BINGET || op === LONG_BINGET) {
+    const width = op === BINGET ? 2 : 5;
+    if (q + width > END) return false;
+    const v = Info.of(memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1)));
+    if ((v & 7) !== I_PAIR) return false;
+    const at = PAIRS + ((v >>> 3) << 4);
+    pairA = load<f64>(at);
+    pairB = load<f64>(at + 8);
+    P = q + width;
+    return true;
+  }
+  if (!readNumber()) return false;
+  const a = vNum;
+  if (!readNumber()) return false;
+  const b = vNum;
+  if (nextOp() !== TUPLE2 || pairCount >= PAIR_CAP) return false;
+  P++;
+  // JavaScript makes the tuple (a memo reference elsewhere may need it) and records its INFO as I_PAIR
+  const code = newPair(a, b, pairCount);
+  const at = PAIRS + (pairCount << 4);
+  store<f64>(at, a);
+  store<f64>(at + 8, b);
+  pairCount++;
+  if (storeMemo(code) === -2) return false;
+  pairA = a;
+  pairB = b;
+  return true;
+}
+
+/**
+ * A frame dict written out in full at P (EMPTY_DICT, its memo op, MARK, "filename", "line" and "name",
+ * SETITEMS): JavaScript interns it (newFrame) and makes the dict a later memo reference finds. Its frame
+ * id, or -2 to give up (any other key, a value of another kind).
+ */
+function frameDict(): i32 {
+  P++;
+  const slot = Memo.put(0);
+  if (slot === -2) return -2;
+  if (nextOp() !== MARK) return -2;
+  P++;
+  let filename = 0;
+  let name = 0;
+  let line: f64 = NaN;
+  for (;;) {
+    const op = nextOp();
+    if (op === SETITEMS) {
+      P++;
+      break;
+    }
+    switch (readSegmentKey()) {
+      case SK_FILENAME:
+        filename = readStr();
+        if (filename === 0) return -2;
+        break;
+      case SK_LINE:
+        if (!readNumber()) return -2;
+        line = vNum;
+        break;
+      case SK_NAME:
+        name = readStr();
+        if (name === 0) return -2;
+        break;
+      default:
+        return -2;
+    }
+  }
+  // biome-ignore lint/suspicious/noSelfCompare: a NaN test, without the global isNaN biome warns of
+  if (filename === 0 || name === 0 || line !== line) return -2;
+  const code = newFrame(filename, line, name);
+  if (slot >= 0) store<i32>(MEMO + (slot << 2), code);
+  return Info.of(code) >>> 3;
 }
