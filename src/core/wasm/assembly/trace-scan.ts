@@ -1385,7 +1385,8 @@ function block(row: i32, consumedCode: i32): bool {
     const key = readSegmentKey();
     if (key === SK_ADDRESS || key === SK_SIZE || key === SK_REQUESTED_SIZE) {
       if (!readNumber()) return false;
-      store<f64>(r + (key === SK_ADDRESS ? BLK_ADDRESS : key === SK_SIZE ? BLK_SIZE : BLK_REQUESTED) * 8, vNum);
+      const field = key === SK_ADDRESS ? BLK_ADDRESS : key === SK_SIZE ? BLK_SIZE : BLK_REQUESTED;
+      store<f64>(r + field * 8, vNum);
       if (key === SK_ADDRESS) has |= HAS_ADDRESS;
       else if (key === SK_REQUESTED_SIZE) has |= HAS_REQUESTED;
     } else if (key === SK_STATE) {
