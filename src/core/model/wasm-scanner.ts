@@ -675,7 +675,7 @@ export class WasmTraceScanner implements DictScanner {
       }
       return key;
     },
-    // a frame dict the module read (in a segment): made as the unpickler makes it, and interned
+    // a frame dict the module read written out in full: made as the unpickler makes it, and interned
     newFrame: (filenameCode: number, line: number, nameCode: number): number => {
       const memo = this.memo as Memo;
       const d = new PyDict();
