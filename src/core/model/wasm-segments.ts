@@ -55,7 +55,7 @@ export const Seg = {
 /** A block row's fields (the module's BLK_*). */
 export const Blk = { address: 0, size: 1, requested: 2, state: 3, stack: 4, has: 5 } as const;
 /** Which optional keys a segment or block had (the module's HAS_*). */
-export const Has = { address: 1, requested: 2, pool: 4, frames: 8 } as const;
+export const Has = { address: 1, requested: 2, pool: 4 } as const;
 export const SEGMENT_FIELDS = 14;
 export const BLOCK_FIELDS = 6;
 

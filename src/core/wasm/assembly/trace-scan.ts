@@ -290,9 +290,6 @@ export function segmentRowsAddress(): i32 {
 export function blockRowsAddress(): i32 {
   return BLOCK_ROWS;
 }
-export function pairsAddress(): i32 {
-  return PAIRS;
-}
 /** A u8 per info index: its segment key (SK_*) once segmentKeyOf() was asked, written by JavaScript. */
 export function segmentKeysAddress(): i32 {
   return SEG_KEYS;
@@ -1156,7 +1153,6 @@ const BLK_HAS: i32 = 5;
 const HAS_ADDRESS: i32 = 1;
 const HAS_REQUESTED: i32 = 2;
 const HAS_POOL: i32 = 4;
-const HAS_FRAMES: i32 = 8;
 
 let outSegments: i32 = 0;
 let outBlocks: i32 = 0;
@@ -1317,7 +1313,6 @@ function segment(pos: i32, row: i32, block: i32, consumedCode: i32): i32 {
       case SK_FRAMES:
         if (readValue(true) !== V_STACK) return -1;
         store<f64>(r + SEG_STACK * 8, <f64>vStack);
-        has |= HAS_FRAMES;
         break;
       case SK_BLOCKS:
         blockCount = blockList(block, consumedCode);
@@ -1396,7 +1391,6 @@ function block(row: i32, consumedCode: i32): bool {
     } else if (key === SK_FRAMES) {
       if (readValue(true) !== V_STACK) return false;
       store<f64>(r + BLK_STACK * 8, <f64>vStack);
-      has |= HAS_FRAMES;
     } else return false;
   }
   store<f64>(r + BLK_HAS * 8, <f64>has);
