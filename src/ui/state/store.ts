@@ -18,7 +18,7 @@ import type {
   XAxis,
 } from "../../../workers/api";
 import { categoryColors } from "../palette";
-import { ask, type Side, tell } from "./client";
+import { ask, askNow, type Side, tell } from "./client";
 import { defaultPinnedEvent } from "./momentDefault";
 
 export type Status = "empty" | "loading" | "ready" | "error";
@@ -198,6 +198,24 @@ function createSideStore(side: Side): SideStore {
         const t0 = performance.now();
         const url = file instanceof URL ? file : null;
         const sizeBytes = file instanceof URL ? 0 : file.size;
+        // Progress comes one way through a port of its own (no reply per update, as a proxy would want).
+        const progress = new MessageChannel();
+        progress.port1.onmessage = (e: MessageEvent<ProgressInfo>) => {
+          if (get().generation !== generation) return;
+          const p = e.data;
+          // Plain progress messages keep the last load preview drawn.
+          const preview = p.preview ?? get().progress?.preview;
+          set({ progress: { ...p, preview, startedAt: t0, now: performance.now() } });
+        };
+        const port = Comlink.transfer(progress.port2, [progress.port2]);
+        // Asked first, the state after: the worker has the file while the page draws the load (askNow).
+        const answer = askNow(
+          side,
+          (api) =>
+            (url
+              ? api.openUrl(url.href, name, { origin: location.origin, protocol: location.protocol }, port)
+              : api.open(file as Blob, name, port)) as Promise<OpenResult>,
+        );
         set({
           ...EMPTY,
           status: "loading",
@@ -212,24 +230,9 @@ function createSideStore(side: Side): SideStore {
             now: t0,
           },
         });
-        // Progress comes one way through a port of its own (no reply per update, as a proxy would want).
-        const progress = new MessageChannel();
-        progress.port1.onmessage = (e: MessageEvent<ProgressInfo>) => {
-          if (get().generation !== generation) return;
-          const p = e.data;
-          // Plain progress messages keep the last load preview drawn.
-          const preview = p.preview ?? get().progress?.preview;
-          set({ progress: { ...p, preview, startedAt: t0, now: performance.now() } });
-        };
-        const port = Comlink.transfer(progress.port2, [progress.port2]);
         let result: OpenResult;
         try {
-          result = await sideAsk(
-            (api) =>
-              (url
-                ? api.openUrl(url.href, name, { origin: location.origin, protocol: location.protocol }, port)
-                : api.open(file as Blob, name, port)) as Promise<OpenResult>,
-          );
+          result = await answer;
         } catch (e) {
           if (get().generation !== generation) return false;
           const message = e instanceof Error ? e.message : String(e);
