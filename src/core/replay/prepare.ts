@@ -768,7 +768,31 @@ interface Sweep {
   reservedMax: number;
 }
 
-/** Pass 2: the forward sweep — sizes of large blocks freed inside the trace, columns, checkpoints, peak. */
+/** The allocations closed by an alloc over them (Paired.implicitCloses), by event, in event order. */
+interface ClosesInOrder {
+  at: Int32Array;
+  old: Int32Array;
+}
+
+function implicitClosesInOrder(closes: Map<number, number>): ClosesInOrder {
+  // (pass 1 adds them in event order, the order a Map keeps)
+  return { at: Int32Array.from(closes.keys()), old: Int32Array.from(closes.values()) };
+}
+
+// What fitting a large block's size found (fitLargeBlocks: tallied into ReplayAnomalies after its loop).
+const FIT_NONE = 0;
+const FIT_AGREED = 1;
+const FIT_DISAGREED = 2;
+const FIT_CHANGED = 3;
+const FIT_ROUNDED_ONLY = 4;
+const FIT_OUTCOMES = 5;
+const FITTED = SizeSource.fitted;
+const BLOCK = SizeSource.block;
+
+/**
+ * Pass 2: the forward sweep — sizes of large blocks freed inside the trace (fitLargeBlocks), then the
+ * columns and the peak over the final sizes (sums).
+ */
 function sweep(
   c: Columns,
   paired: Paired,
@@ -779,9 +803,120 @@ function sweep(
   anomalies: ReplayAnomalies,
   markerEvents: number[],
 ): Sweep {
+  // (two loops, each small enough for V8 to have it compiled early: one loop doing both ran 40 ms of a
+  // 101 MB file's load in code compiled for its first events, and TurboFan took 30 ms to compile it)
+  const closes = implicitClosesInOrder(paired.implicitCloses);
+  if (!rounding.expandableSegments) fitLargeBlocks(c, paired, A, extents, start, rounding, anomalies, closes);
+  return sums(c, paired, A, extents, start, markerEvents, closes);
+}
+
+/**
+ * The sizes of the large blocks allocated inside the trace, each fitted to the free run it was carved
+ * from (the active large blocks and the reserved segments as they were then); sums() adds them up.
+ */
+function fitLargeBlocks(
+  c: Columns,
+  paired: Paired,
+  A: AllocationTable,
+  extents: ReservedExtents,
+  start: StartState,
+  rounding: RoundingSettings,
+  anomalies: ReplayAnomalies,
+  closes: ClosesInOrder,
+): void {
   const { n } = c;
-  const { eventAllocation, eventKind, implicitCloses } = paired;
+  const { eventAllocation, eventKind } = paired;
   const { large, segState } = start;
+  const segEvents = extents.eventIndex;
+  const segCount = segEvents.length;
+  let nextSeg = segCount > 0 ? segEvents[0] : -1;
+  let segPtr = 0;
+  let closePtr = 0;
+  let nextClose = closes.at.length > 0 ? closes.at[0] : -1;
+  const aSize = A.sizeBytes;
+  const aSrc = A.sizeSource;
+  const addrCol = c.addr;
+  const fits = new Int32Array(FIT_OUTCOMES);
+  for (let i = 0; i < n; i++) {
+    const kind = eventKind[i];
+    if (kind === Kind.alloc) {
+      const k = eventAllocation[i];
+      if (i === nextClose) {
+        const old = closes.old[closePtr++];
+        nextClose = closePtr < closes.at.length ? closes.at[closePtr] : -1;
+        if (aSize[old] > SMALL_SIZE_BYTES) large.remove(old, addrCol[i]);
+      }
+      const size = aSize[k];
+      if (size > SMALL_SIZE_BYTES) {
+        const addr = addrCol[i];
+        const j = intervalAt(extents, addr);
+        // (a known block of ≤ 1 MiB came from a request of ≤ 1 MiB: nothing to fit or score)
+        const known = aSrc[k] === BLOCK;
+        const rounded = known ? roundRequest(requestedOf(A, k), rounding) : size;
+        if (rounded > SMALL_SIZE_BYTES) {
+          const regionEnd = fitRegionEndAt(extents, segState, j);
+          const fitted =
+            regionEnd === -1
+              ? rounded
+              : fittedBlockSize(
+                  rounded,
+                  Math.min(regionEnd, large.after(addr, j, regionEnd)) - addr,
+                  rounding,
+                );
+          // A known block scores the fitting rule against it; another takes the fitted size. Each
+          // outcome is tallied at one site, its tests made for every block: an outcome first met late
+          // in a long trace (a block of the snapshot, a size that could not be fitted) was a path V8's
+          // code for this loop had no feedback for, and it was dropped and compiled again.
+          const none = Number.isNaN(fitted);
+          const same = fitted === size;
+          const changed = fitted !== rounded;
+          fits[
+            known
+              ? same
+                ? FIT_AGREED
+                : none
+                  ? FIT_NONE
+                  : FIT_DISAGREED
+              : none
+                ? FIT_ROUNDED_ONLY
+                : changed
+                  ? FIT_CHANGED
+                  : FIT_NONE
+          ]++;
+          if (!known && !none) {
+            aSize[k] = fitted;
+            aSrc[k] = FITTED;
+          }
+        }
+        large.add(k, addr, j);
+      }
+    } else if (kind === Kind.freeCompleted || kind === Kind.freeBoth) {
+      const k = eventAllocation[i];
+      if (aSize[k] > SMALL_SIZE_BYTES) large.remove(k, addrCol[i]);
+    } else if (i === nextSeg) {
+      applySegmentEvent(extents, segState, segPtr);
+      segPtr++;
+      nextSeg = segPtr < segCount ? segEvents[segPtr] : -1;
+    }
+  }
+  anomalies.fitAgreedWithBlock += fits[FIT_AGREED];
+  anomalies.fitDisagreedWithBlock += fits[FIT_DISAGREED];
+  anomalies.fittedBlocks += fits[FIT_CHANGED];
+  anomalies.roundedOnlyBlocks += fits[FIT_ROUNDED_ONLY];
+}
+
+/** Allocated bytes after every event (the column), active at the markers, reserved at its steps, the peak. */
+function sums(
+  c: Columns,
+  paired: Paired,
+  A: AllocationTable,
+  extents: ReservedExtents,
+  start: StartState,
+  markerEvents: number[],
+  closes: ClosesInOrder,
+): Sweep {
+  const { n } = c;
+  const { eventAllocation, eventKind } = paired;
   // Only `allocated` is a column here: active and reserved are made when first read (activeColumn,
   // reservedColumn): the report and the first picture read them at a few events, if at all, and their
   // 16 bytes per event of fresh memory cost more than the pass (docs/speed.md).
@@ -792,7 +927,6 @@ function sweep(
   let reservedAfterFirst = Number.NEGATIVE_INFINITY;
   const stepEvents: number[] = [];
   const stepBytes: number[] = [];
-  const fitExpandable = rounding.expandableSegments;
   const segEvents = extents.eventIndex;
   const segDelta = extents.delta;
   const segCount = segEvents.length;
@@ -801,74 +935,37 @@ function sweep(
   let peakEvent = -1;
   let peak = Number.NEGATIVE_INFINITY;
   let reservedMax = Number.NEGATIVE_INFINITY;
-  const hasImplicit = implicitCloses.size > 0;
+  let closePtr = 0;
+  let nextClose = closes.at.length > 0 ? closes.at[0] : -1;
   const aSize = A.sizeBytes;
-  const aSrc = A.sizeSource;
   const aFreeReq = A.freeRequestedEvent;
-  // Every event the sweep meets is at its allocation's address (pass 1 paired them by it): the event's
-  // own address is the allocation's (addressOf), read in order rather than through the allocation.
-  const addrCol = c.addr;
   let alloc = start.initial.allocatedBytes;
   let act = start.initial.activeBytes;
   let res = start.initial.reservedBytes;
   for (let i = 0; i < n; i++) {
     const kind = eventKind[i];
     if (kind === Kind.alloc) {
-      const k = eventAllocation[i];
-      if (hasImplicit) {
-        const old = implicitCloses.get(i);
-        if (old !== undefined) {
-          const s = aSize[old];
-          if (aFreeReq[old] === i) alloc -= s;
-          act -= s;
-          if (s > SMALL_SIZE_BYTES) large.remove(old, addrCol[i]);
-        }
+      if (i === nextClose) {
+        const old = closes.old[closePtr++];
+        nextClose = closePtr < closes.at.length ? closes.at[closePtr] : -1;
+        const s = aSize[old];
+        if (aFreeReq[old] === i) alloc -= s;
+        act -= s;
       }
-      let size = aSize[k];
-      if (size > SMALL_SIZE_BYTES) {
-        const addr = addrCol[i];
-        const j = intervalAt(extents, addr);
-        // (a known block of ≤ 1 MiB came from a request of ≤ 1 MiB: nothing to fit or score)
-        const known = aSrc[k] === SizeSource.block;
-        const rounded = known ? roundRequest(requestedOf(A, k), rounding) : size;
-        if (rounded > SMALL_SIZE_BYTES && !fitExpandable) {
-          const regionEnd = fitRegionEndAt(extents, segState, j);
-          const fitted =
-            regionEnd === -1
-              ? rounded
-              : fittedBlockSize(
-                  rounded,
-                  Math.min(regionEnd, large.after(addr, j, regionEnd)) - addr,
-                  rounding,
-                );
-          if (known) {
-            // The block is known: score the fitting rule against it.
-            if (fitted === size) anomalies.fitAgreedWithBlock++;
-            else if (!Number.isNaN(fitted)) anomalies.fitDisagreedWithBlock++;
-          } else if (!Number.isNaN(fitted)) {
-            aSize[k] = size = fitted;
-            aSrc[k] = SizeSource.fitted;
-            if (fitted !== rounded) anomalies.fittedBlocks++;
-          } else anomalies.roundedOnlyBlocks++;
-        }
-        large.add(k, addr, j);
-      }
+      const size = aSize[eventAllocation[i]];
       alloc += size;
       act += size;
     } else if (kind === Kind.freeRequested) {
       alloc -= aSize[eventAllocation[i]];
     } else if (kind !== Kind.none) {
-      const k = eventAllocation[i];
-      const s = aSize[k];
+      const s = aSize[eventAllocation[i]];
       if (kind === Kind.freeBoth) alloc -= s;
       act -= s;
-      if (s > SMALL_SIZE_BYTES) large.remove(k, addrCol[i]);
     } else if (i === nextSeg) {
       res += segDelta[segPtr];
       if (res > reservedMax) reservedMax = res;
       stepEvents.push(i);
       stepBytes.push(res);
-      applySegmentEvent(extents, segState, segPtr);
       segPtr++;
       nextSeg = segPtr < segCount ? segEvents[segPtr] : -1;
     }
