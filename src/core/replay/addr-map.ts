@@ -4,12 +4,23 @@
 
 const EMPTY = Number.NaN;
 
+/** Where a probe for `addr` starts (& mask). */
+export function hashAddress(addr: number): number {
+  // Addresses are 512-byte aligned and below 2^48: fold the high part in, then a murmur3 finalizer.
+  const hi = (addr / 4294967296) | 0;
+  let h = ((addr - hi * 4294967296) | 0) ^ Math.imul(hi, 0x9e3779b1);
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
 export class AddressMap {
   keys: Float64Array;
   values: Int32Array;
   /** A second int32 per address when asked for (-1 until written), e.g. the last alloc there. */
   second: Int32Array | null;
-  private mask: number;
+  /** The slots' count − 1 (a power of two's): hashAddress(addr) & mask is where a probe starts. */
+  mask: number;
   size = 0;
 
   /** Whether its columns are made in shared memory (a map made on one thread and read on another). */
@@ -45,19 +56,10 @@ export class AddressMap {
     return this.shared ? new Int32Array(new SharedArrayBuffer(n * 4)) : new Int32Array(n);
   }
 
-  private static hash(addr: number): number {
-    // Addresses are 512-byte aligned and below 2^48: fold the high part in, then a murmur3 finalizer.
-    const hi = (addr / 4294967296) | 0;
-    let h = ((addr - hi * 4294967296) | 0) ^ Math.imul(hi, 0x9e3779b1);
-    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
-    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
-    return h ^ (h >>> 16);
-  }
-
   /** Slot holding `addr`, or -1. */
   find(addr: number): number {
     const keys = this.keys;
-    let i = AddressMap.hash(addr) & this.mask;
+    let i = hashAddress(addr) & this.mask;
     for (;;) {
       const k = keys[i];
       if (k === addr) return i;
@@ -69,7 +71,7 @@ export class AddressMap {
   /** Slot holding `addr`, inserting it with `initial` when absent. */
   slot(addr: number, initial: number): number {
     const keys = this.keys;
-    let i = AddressMap.hash(addr) & this.mask;
+    let i = hashAddress(addr) & this.mask;
     for (;;) {
       const k = keys[i];
       if (k === addr) return i;

@@ -5,7 +5,7 @@
 
 import { takeFloat64, takeInt32, takeUint8 } from "../model/recycled-memory";
 import { Action, BlockState, type SnapshotModel, type TraceTable } from "../model/types";
-import { AddressMap } from "./addr-map";
+import { AddressMap, hashAddress } from "./addr-map";
 import {
   type AllocationEntries,
   type AllocationTable,
@@ -167,9 +167,17 @@ export function pairUpTo(run: PairingRun, end: number): void {
   let pAllocEv = A.allocEvent;
   let pOrigin = A.origin;
   let count = run.count;
+  // The map's columns, read here rather than through a call per entry (the probe of an address seen
+  // before, most entries', is inlined below; a new one is inserted by map.slot, which may grow them).
+  let keys = map.keys;
+  let values = map.values;
+  let mask = map.mask;
+  const FREE_COMPLETED = Action.free_completed;
+  const ALLOC = Action.alloc;
+  const FREE_REQUESTED = Action.free_requested;
   for (let i = run.next; i < end; i++) {
     const a = action[i];
-    if (a > Action.free_completed || isWorkspace[i]) {
+    if (a > FREE_COMPLETED || isWorkspace[i]) {
       eventAllocation[i] = -1;
       continue;
     }
@@ -179,11 +187,22 @@ export function pairUpTo(run: PairingRun, end: number): void {
       anomalies.entriesWithoutAddress++;
       continue;
     }
-    const slot = map.slot(addr, -1);
-    const values = map.values;
+    let slot = hashAddress(addr) & mask;
+    for (;;) {
+      const key = keys[slot];
+      if (key === addr) break;
+      if (Number.isNaN(key)) {
+        slot = map.slot(addr, -1);
+        keys = map.keys;
+        values = map.values;
+        mask = map.mask;
+        break;
+      }
+      slot = (slot + 1) & mask;
+    }
     const open = values[slot];
     let k = open;
-    if (a === Action.alloc || open < 0) {
+    if (a === ALLOC || open < 0) {
       // A new allocation: this alloc, or one made before the trace that this free reveals.
       if (count === pAddr.length) {
         A.length = count;
@@ -199,7 +218,7 @@ export function pairUpTo(run: PairingRun, end: number): void {
       pFreeReq[k] = NEVER;
       pFreeComp[k] = NEVER;
       eventAllocation[i] = k;
-      if (a === Action.alloc) {
+      if (a === ALLOC) {
         // (its address, size and stack are the entry's, read from the trace: see AllocationTable;
         // its origin, Origin.trace, is 0, what the new column holds)
         eventKind[i] = Kind.alloc;
@@ -212,7 +231,7 @@ export function pairUpTo(run: PairingRun, end: number): void {
         }
         values[slot] = k;
         (map.second as Int32Array)[slot] = i;
-      } else if (a === Action.free_requested) {
+      } else if (a === FREE_REQUESTED) {
         pAddr[k] = addr;
         pReq[k] = sizeCol[i];
         eventKind[i] = Kind.freeRequested;
@@ -234,7 +253,7 @@ export function pairUpTo(run: PairingRun, end: number): void {
       continue;
     }
     eventAllocation[i] = k;
-    if (a === Action.free_requested) {
+    if (a === FREE_REQUESTED) {
       if (pFreeReq[k] !== NEVER) anomalies.repeatedFreeRequested++;
       else {
         pFreeReq[k] = i;
