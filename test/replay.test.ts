@@ -146,6 +146,36 @@ describe("replay of a simulated allocator (full trace)", () => {
     });
   }
 
+  // The fitting rule's tallies (ReplayAnomalies), counted from the simulation's own blocks: every large
+  // allocation of the trace alive at its end is a block of the snapshot, which the rule is scored against
+  // (and agrees with); every other one the rule sizes, and it differs from round_size where the allocator
+  // kept a remainder unsplit. Only files without allocations made before the trace (those are fitted at
+  // the trace's start, by another rule) and without expandable segments (nothing to fit).
+  for (const { name, opts } of SIMS.filter((s) => !s.opts.warmup && !s.opts.expandable)) {
+    it(`${name}: the fitting rule's tallies are the simulation's`, () => {
+      const sim = simulate(opts);
+      const { r } = replaySim(sim);
+      let agreed = 0;
+      let fitted = 0;
+      let large = 0;
+      for (const a of sim.allocations) {
+        if (a.allocEvent < 0) continue;
+        const rounded = a.requested < 512 ? 512 : Math.ceil(a.requested / 512) * 512;
+        if (rounded <= MiB) continue;
+        large++;
+        if (a.freeCompletedEvent === Number.POSITIVE_INFINITY) agreed++;
+        else if (a.size !== rounded) fitted++;
+      }
+      expect(large).toBeGreaterThan(0);
+      expect({
+        agreed: r.anomalies.fitAgreedWithBlock,
+        disagreed: r.anomalies.fitDisagreedWithBlock,
+        fitted: r.anomalies.fittedBlocks,
+        roundedOnly: r.anomalies.roundedOnlyBlocks,
+      }).toEqual({ agreed, disagreed: 0, fitted, roundedOnly: 0 });
+    });
+  }
+
   it("categoriesAt answers in any order (backwards, jumps across checkpoints) as the simulation says", () => {
     const sim = simulate({ seed: 21, events: 6000, pendingRate: 0.1 });
     const { r } = replaySim(sim);
