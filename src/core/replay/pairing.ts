@@ -4,6 +4,7 @@
 // so the addresses of a trace are hashed once, not once for each.
 
 import { takeFloat64, takeInt32, takeUint8 } from "../model/recycled-memory";
+import { traceCounts } from "../model/trace-counts";
 import { Action, BlockState, type SnapshotModel, type TraceTable } from "../model/types";
 import { AddressMap, hashAddress } from "./addr-map";
 import {
@@ -315,8 +316,9 @@ const kept = new WeakMap<TraceTable, KeptPairing>();
 function pairTrace(model: SnapshotModel, trace: TraceTable): KeptPairing {
   const n = trace.length;
   const { action, isWorkspace } = trace;
-  let allocEvents = 0;
-  for (let i = 0; i < n; i++) if (action[i] === Action.alloc && !isWorkspace[i]) allocEvents++;
+  // (from the counts the summary and the replay read too: one pass over the actions, not two; a
+  // torch_npu trace's workspace allocs are counted as well, a few rows of room to spare)
+  const allocEvents = traceCounts(trace).actions[Action.alloc];
   const anomalies = noAnomalies();
   // room for the blocks of the snapshot the trace never touches too (added by the replay)
   const capacity = allocEvents + countFinalBlocks(model, trace.device) + 1024 + (allocEvents >> 4);
