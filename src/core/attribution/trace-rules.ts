@@ -389,27 +389,30 @@ function refineAllocations(
  */
 function lifetimesOf(t: Trace, p: Paired, blockAddresses: Set<number> | undefined) {
   const n = t.length;
-  const freesBeforeTrace: number[] = []; // (a few hundred on a big file)
   const { action, stack } = t;
   const eventAllocation = p.eventAllocation;
   const { origin, allocEvent, freeRequestedEvent: freeReq, freeCompletedEvent: freeComp } = p.table;
+  // The frees of allocations made before the trace: the free that revealed each one (pass 1 made the
+  // allocation at it), found from the allocations rather than by a pass over every entry.
+  const frees: number[] = [];
+  for (let k = 0; k < p.count; k++) {
+    const o = origin[k];
+    if (o === Origin.beforeTraceFreed) frees.push(freeReq[k]);
+    else if (o === Origin.beforeTracePending) frees.push(freeComp[k]);
+  }
+  const freesBeforeTrace = frees.sort((a, b) => a - b); // (a few hundred on a big file)
+  // Do frees carry their allocation's stack? The first 4,096 frees that ended an allocation of the
+  // trace, with a stack on both sides, tell (the entries up to them, not all).
   let sameStack = 0;
   let otherStack = 0;
-  for (let i = 0; i < n; i++) {
+  for (let i = 0; i < n && sameStack + otherStack < 4096; i++) {
     const k = eventAllocation[i];
-    if (k < 0) continue; // no alloc or free (or a workspace entry, or one without an address)
-    if (action[i] === Action.alloc) continue;
-    const o = origin[k];
-    if (o === Origin.trace) {
-      // the free that ended an allocation of the trace for the program: do frees carry its stack?
-      if (freeReq[k] === i && sameStack + otherStack < 4096) {
-        const s = stack[allocEvent[k]];
-        if (s !== EMPTY_STACK && stack[i] !== EMPTY_STACK) {
-          if (s === stack[i]) sameStack++;
-          else otherStack++;
-        }
-      }
-    } else if (o === Origin.beforeTraceFreed ? freeReq[k] === i : freeComp[k] === i) freesBeforeTrace.push(i);
+    if (k < 0 || action[i] === Action.alloc || origin[k] !== Origin.trace || freeReq[k] !== i) continue;
+    const s = stack[allocEvent[k]];
+    if (s !== EMPTY_STACK && stack[i] !== EMPTY_STACK) {
+      if (s === stack[i]) sameStack++;
+      else otherStack++;
+    }
   }
   // the last alloc entry at each live block's address (pass 1 kept it per address)
   const lastAlloc = new Map<number, number>();
