@@ -26,6 +26,12 @@
 //   BENCH_WEB_RUNS=3               runs per file (files of 1 GB and more: BENCH_WEB_BIG_RUNS, default 1)
 //   BENCH_WEB_ZOOM=1000,100,real   which files get the wheel-zoom measurement (default: all selected)
 //   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
+//   BENCH_WEB_WINDOW=1             before each page is loaded, wait until Chromium's new window has
+//                                  started (its processes quiet; at most 5 s): each run opens a new
+//                                  browser context, thus a new window, and Chromium starts a window's
+//                                  omnibox-popup WebUI in its own renderer (≈ 0.2 s of CPU) — work a
+//                                  user's already-open window has done. 0: the page loads at once, as
+//                                  the sets before 2026-12-05 16:00 did
 //   BENCH_WEB_PORT=0               port for scripts/serve.mjs (0: a free one)
 //   BENCH_WEB_VERBOSE=1            also print each run's data-state/data-busy transitions
 //   BENCH_WEB_HEAP=1               also sample the JS heaps over CDP (above; the load then takes longer)
@@ -68,6 +74,7 @@ const GROW_FROM = resolve(
   "../shared/fixtures/real/Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle",
 );
 const SETTLE_MS = Number(process.env.BENCH_WEB_SETTLE_MS ?? 2000);
+const WINDOW_SETTLES = process.env.BENCH_WEB_WINDOW !== "0";
 const VIA: "input" | "src" = process.env.BENCH_WEB_VIA === "src" ? "src" : "input";
 const WARM_UP = process.env.BENCH_WEB_WARMUP !== "0";
 const CPU = process.env.BENCH_WEB_CPU === "1";
@@ -500,6 +507,8 @@ interface Run {
   fileBytes: number;
   run: number;
   loadavg: string;
+  /** ms waited for the run's new window to start (BENCH_WEB_WINDOW), NaN when not waited */
+  windowMs: number;
   outcome: string;
   pickToChange: number;
   progress: number;
@@ -539,6 +548,7 @@ async function oneRun(
 ): Promise<Run> {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, deviceScaleFactor: 1 });
   const page = await context.newPage();
+  const windowMs = WINDOW_SETTLES ? await windowStarted(browserPid) : Number.NaN;
   const errors: string[] = [];
   page.on("console", (m) => {
     if (m.type() === "error") errors.push(m.text().slice(0, 200));
@@ -558,6 +568,7 @@ async function oneRun(
     fileBytes: statSync(spec.path).size,
     run,
     loadavg: la(),
+    windowMs,
     outcome: "ok",
     pickToChange: Number.NaN,
     progress: Number.NaN,
@@ -970,6 +981,7 @@ async function manyRun(
   );
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
+  if (WINDOW_SETTLES) await windowStarted(browserPid);
   await page.goto(url);
   await page.waitForTimeout(SETTLE_MS);
   let peak = rendererRss(browserPid);
@@ -1014,6 +1026,39 @@ async function manyRun(
 }
 
 /** The Chromium browser process Playwright started: a child of this process (Playwright runs in-process). */
+/** CPU nanoseconds used so far by every thread of Chromium's processes (/proc/…/task/…/schedstat). */
+function chromiumCpuNs(browserPid: number | undefined): number {
+  let total = 0;
+  for (const key of threadTicks(browserPid).keys()) {
+    try {
+      total += Number(readFileSync(`/proc/${key.replace("/", "/task/")}/schedstat`, "utf8").split(" ")[0]);
+    } catch {}
+  }
+  return total;
+}
+
+/**
+ * Waits until a new window's start-up is over: Chromium's processes used < 5 % of a core over 300 ms
+ * (at most 5 s). Returns the ms waited. Each run's new context opens a new window, and Chromium loads
+ * the window's omnibox popup (chrome://omnibox-popup.top-chrome, a WebUI in a renderer of its own) as
+ * it opens: ≈ 0.2 s of CPU, which on two cores overlapped the first load. A user's window is open
+ * already.
+ */
+async function windowStarted(browserPid: number | undefined): Promise<number> {
+  if (!browserPid) return Number.NaN;
+  const t0 = Date.now();
+  let last = chromiumCpuNs(browserPid);
+  let quietSince = Date.now();
+  while (Date.now() - t0 < 5000) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = chromiumCpuNs(browserPid);
+    if (now - last > 5e6) quietSince = Date.now(); // 5 ms of CPU in 100 ms: still busy
+    last = now;
+    if (Date.now() - quietSince >= 300) break;
+  }
+  return Date.now() - t0;
+}
+
 function findBrowserPid(): number | undefined {
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
@@ -1030,7 +1075,7 @@ function findBrowserPid(): number | undefined {
 
 function printRun(r: Run) {
   log(
-    `  run ${r.run} [load ${r.loadavg}] ${r.outcome}: progress ${ms(r.progress)} ms, state=ready ${ms(r.stateReady)} ms, ` +
+    `  run ${r.run} [load ${r.loadavg}${Number.isFinite(r.windowMs) ? `; window ${r.windowMs} ms` : ""}] ${r.outcome}: progress ${ms(r.progress)} ms, state=ready ${ms(r.stateReady)} ms, ` +
       `1st draw ${ms(r.draw)} ms, 1st ink ${ms(r.ink)} ms, hash ${ms(r.hash)} ms, idle ${ms(r.ready)} ms; ` +
       `setInputFiles call→change ${ms(r.pickToChange)} ms`,
   );
