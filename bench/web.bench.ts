@@ -38,7 +38,8 @@
 //   BENCH_WEB_CPU=1                also the CPU seconds Chromium's threads used from the pick to state=ready
 //                                  (Linux /proc; the page is then polled every 10 ms for state=ready): the
 //                                  parsing worker, the reader worker, V8's background threads (compiling,
-//                                  GC), the page's main thread, the browser and GPU processes
+//                                  GC), the page's main thread, Chromium's own UI renderers (a window's
+//                                  omnibox popup), the browser and GPU processes
 //   BENCH_WEB_VIA=src              open each file through the link instead (#src=, served beside the
 //                                  site): times are then from the page's start (navigation), not a pick
 //   BENCH_WEB_WARMUP=0             the page without its idle warm-up (for the A/B the README quotes)
@@ -405,7 +406,15 @@ function rendererRss(browserPid: number | undefined): number {
 
 interface ThreadTicks {
   /** Which part of Chromium the thread belongs to (see cpuByClass). */
-  kind: "renderer-main" | "worker" | "v8-background" | "renderer-other" | "browser" | "gpu" | "other";
+  kind:
+    | "renderer-main"
+    | "worker"
+    | "v8-background"
+    | "renderer-other"
+    | "chrome-ui"
+    | "browser"
+    | "gpu"
+    | "other";
   ticks: number;
 }
 
@@ -421,7 +430,9 @@ function threadTicks(browserPid: number | undefined): Map<string, ThreadTicks> {
       const stat = readFileSync(`/proc/${d}/stat`, "utf8");
       parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
       const cmd = readFileSync(`/proc/${d}/cmdline`, "utf8");
-      type.set(Number(d), /--type=([a-z-]+)/.exec(cmd)?.[1] ?? "browser");
+      // (a renderer of Chromium's own UI, such as a window's omnibox popup, is told apart)
+      const ui = cmd.includes("--top-chrome-webui");
+      type.set(Number(d), ui ? "chrome-ui" : (/--type=([a-z-]+)/.exec(cmd)?.[1] ?? "browser"));
     } catch {}
   }
   for (const [pid, t] of type) {
@@ -440,7 +451,8 @@ function threadTicks(browserPid: number | undefined): Map<string, ThreadTicks> {
           else if (name.startsWith("DedicatedWorker")) kind = "worker";
           else if (name.startsWith("ThreadPoolForeg")) kind = "v8-background";
           else kind = "renderer-other";
-        } else if (t === "browser") kind = "browser";
+        } else if (t === "chrome-ui") kind = "chrome-ui";
+        else if (t === "browser") kind = "browser";
         else if (t === "gpu-process") kind = "gpu";
         out.set(`${pid}/${tid}`, { kind, ticks });
       }
@@ -466,6 +478,7 @@ function cpuByClass(
     "v8 bg": 0,
     page: 0,
     "renderer other": 0,
+    "chrome UI": 0,
     browser: 0,
     gpu: 0,
   };
@@ -478,6 +491,7 @@ function cpuByClass(
     else if (a.kind === "v8-background") by["v8 bg"] += s;
     else if (a.kind === "renderer-main") by.page += s;
     else if (a.kind === "renderer-other") by["renderer other"] += s;
+    else if (a.kind === "chrome-ui") by["chrome UI"] += s;
     else if (a.kind === "browser" || a.kind === "other") by.browser += s;
     else by.gpu += s;
   }
