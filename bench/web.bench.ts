@@ -31,7 +31,7 @@
 //                                  browser context, thus a new window, and Chromium starts a window's
 //                                  omnibox-popup WebUI in its own renderer (≈ 0.2 s of CPU) — work a
 //                                  user's already-open window has done. 0: the page loads at once, as
-//                                  the sets before 2026-12-05 16:00 did
+//                                  the sets before 2026-12-05 16:20 did
 //   BENCH_WEB_PORT=0               port for scripts/serve.mjs (0: a free one)
 //   BENCH_WEB_VERBOSE=1            also print each run's data-state/data-busy transitions
 //   BENCH_WEB_HEAP=1               also sample the JS heaps over CDP (above; the load then takes longer)
@@ -1039,7 +1039,6 @@ async function manyRun(
   );
 }
 
-/** The Chromium browser process Playwright started: a child of this process (Playwright runs in-process). */
 /** CPU nanoseconds used so far by every thread of Chromium's processes (/proc/…/task/…/schedstat). */
 function chromiumCpuNs(browserPid: number | undefined): number {
   let total = 0;
@@ -1073,6 +1072,7 @@ async function windowStarted(browserPid: number | undefined): Promise<number> {
   return Date.now() - t0;
 }
 
+/** The Chromium browser process Playwright started: a child of this process (Playwright runs in-process). */
 function findBrowserPid(): number | undefined {
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
