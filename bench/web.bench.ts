@@ -22,7 +22,9 @@
 //                                  trace50 / trace300: a generated torch.profiler trace of that many MB
 //                                  grown100 / grown1000 / grown2000: a real training snapshot grown to that
 //                                  many MB (test/gen/memgen/growreal.py: its window repeated, fresh
-//                                  addresses and times, torch's memo layout) — the real-shaped input
+//                                  addresses and times, torch's memo layout) — the real-shaped input;
+//                                  grown100host: the same with pinned host memory recorded (64
+//                                  tensors pinned per step, the step before's freed: --host-pins)
 //   BENCH_WEB_RUNS=3               runs per file (files of 1 GB and more: BENCH_WEB_BIG_RUNS, default 1)
 //   BENCH_WEB_ZOOM=1000,100,real   which files get the wheel-zoom measurement (default: all selected)
 //   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
@@ -833,13 +835,13 @@ function fileSpecs(): Spec[] {
       });
       continue;
     }
-    const grownMb = /^grown(\d+)$/.exec(key);
+    const grownMb = /^grown(\d+)(host)?$/.exec(key);
     if (grownMb) {
       const mb = Number(grownMb[1]);
-      const path = grownSnapshot(mb);
+      const path = grownSnapshot(mb, grownMb[2] ? HOST_PINS : 0);
       out.push({
         key,
-        label: `real-shaped ${(statSync(path).size / 1e6).toFixed(0)} MB`,
+        label: `real-shaped ${(statSync(path).size / 1e6).toFixed(0)} MB${grownMb[2] ? " + host" : ""}`,
         path,
         runs: mb >= 1000 ? bigRuns : runsWanted,
         timeoutMs: 90_000 + mb * 600,
@@ -870,16 +872,20 @@ function fileSpecs(): Spec[] {
   return out;
 }
 
-/** A real training snapshot grown to about `mb` MB, written once into .tmp/bench. */
-function grownSnapshot(mb: number): string {
-  const path = join(TMP, `grown-${mb}mb.pickle`);
+/** Pinned host tensors per step in the `grownNhost` inputs (a data loader's batch fields, a heavy one). */
+const HOST_PINS = 64;
+
+/**
+ * A real training snapshot grown to about `mb` MB, written once into .tmp/bench; with `hostPins`, pinned
+ * host memory recorded too (`grow-real --host-pins`).
+ */
+function grownSnapshot(mb: number, hostPins = 0): string {
+  const path = join(TMP, hostPins > 0 ? `grown-${mb}mb-host${hostPins}.pickle` : `grown-${mb}mb.pickle`);
   if (!existsSync(path)) {
     log(`growing ${GROW_FROM} to ${path} …`);
-    execFileSync(
-      "python3",
-      ["test/gen/generate.py", "grow-real", "--from", GROW_FROM, "--target-mb", String(mb), path],
-      { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] },
-    );
+    const args = ["test/gen/generate.py", "grow-real", "--from", GROW_FROM, "--target-mb", String(mb)];
+    if (hostPins > 0) args.push("--host-pins", String(hostPins));
+    execFileSync("python3", [...args, path], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
   }
   return path;
 }

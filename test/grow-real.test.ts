@@ -67,4 +67,47 @@ for f in sys.argv[1:]:
       expect(blocks).toEqual([...py.blocks].sort((x, y) => x[0] - y[0]));
     });
   }
+
+  it("grows with pinned host memory (--host-pins): the host lane is the generator's allocator's, the device as without it", async () => {
+    const plain = join(tmp, "grown-plain.pickle");
+    const pinned = join(tmp, "grown-host.pickle");
+    const plainTruth = JSON.parse(growReal(TRAINING, 8, plain, []));
+    const truth = JSON.parse(growReal(TRAINING, 8, pinned, ["--host-pins", "12"]));
+    expect(truth.repetitions).toBe(plainTruth.repetitions);
+    // every step pins 12 tensors and frees the 12 of the step before (each free is two events)
+    expect(truth.host.traceEntries).toBeGreaterThan(12 * truth.repetitions);
+    const model = await readSnapshotFile(pinned);
+    const r = buildReport(model);
+    expect(r.host).not.toBeNull();
+    expect({
+      segments: r.host?.segments,
+      reservedBytes: r.host?.reservedBytes,
+      allocatedBytes: r.host?.allocatedBytes,
+      peakAllocatedBytes: r.host?.peakAllocatedBytes,
+      traceEntries: r.host?.traceEntries,
+    }).toEqual(truth.host);
+    // An id column varies in a table only where that table's entries differ (Python's reading): the host
+    // entries' compile_context ("") differs from the device's ("N/A"), and must not make the device's vary.
+    const ids = JSON.parse(
+      python([
+        "-c",
+        `import pickle, sys, json
+s = pickle.load(open(sys.argv[1], "rb"))
+d, h = s["device_traces"][0], s["host_traces"]
+same = lambda es, k: len({e.get(k) for e in es}) <= 1
+print(json.dumps({"cc": not same(d, "compile_context"), "um": not same(d, "user_metadata"),
+                  "hostCc": not same(d[:1] + h, "compile_context")}))`,
+        pinned,
+      ]),
+    );
+    expect(ids.hostCc).toBe(true);
+    expect(model.traces[0].compileContext.varies).toBe(ids.cc);
+    expect(model.traces[0].userMetadata.varies).toBe(ids.um);
+    expect(model.host?.trace.compileContext.varies).toBe(true);
+    // the device's trace and peak are those of the same growth without host memory (Python's replay)
+    const py: PyDevice = JSON.parse(python(["test/tools/replay.py", plain]))["grown-plain.pickle"].devices[0];
+    expect(model.traces[0].length).toBe(plainTruth.entries);
+    expect(r.peak?.allocatedBytes).toBe(py.peakBytes);
+    expect(r.peak?.eventIndex).toBe(py.peakEvent);
+  });
 });

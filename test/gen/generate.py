@@ -224,6 +224,8 @@ def main(argv=None):
     gr.add_argument("--addresses", choices=["banks", "unique"], default="banks",
                     help="repetitions alternate two address banks (as a caching allocator reuses segments), "
                          "or each gets its own")
+    gr.add_argument("--host-pins", type=int, default=0,
+                    help="also record pinned host memory: each step pins N tensors, the step before's freed")
     gr.add_argument("out")
 
     nw = sub.add_parser("newest", help=newest.__doc__.splitlines()[0])
@@ -260,7 +262,7 @@ def main(argv=None):
         print(json.dumps(profiler.big_trace(a.out, a.target_mb)))
     elif a.cmd == "grow-real":
         from memgen import growreal
-        print(json.dumps(growreal.write_grown(a.src, a.out, a.target_mb, a.addresses)))
+        print(json.dumps(growreal.write_grown(a.src, a.out, a.target_mb, a.addresses, a.host_pins)))
 
     elif a.cmd == "newest":
         newest(a.outdir)

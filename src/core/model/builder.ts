@@ -180,12 +180,26 @@ export class TraceColumns {
     (typeof TRACE_COLUMNS)[number],
     boolean
   >;
-  /** Whether an id column holds a row whose id differs from its base (IdColumn.varies). */
-  private readonly idVaries: Record<IdColumnName, boolean> = {
-    compileContext: false,
-    userMetadata: false,
-    category: false,
+  /**
+   * The staged rows whose id differs from its base lie in [from, to), per id column (empty: from ≥ to).
+   * A table varies (IdColumn.varies) only where its rows meet that span: the staging holds every table
+   * of the file, and the host trace's entries ("" as compile_context where a device's say "N/A") would
+   * otherwise make each device's column vary, which sends the replay and attribution down their
+   * per-entry paths.
+   */
+  private readonly varying: Record<IdColumnName, { from: number; to: number }> = {
+    compileContext: { from: Number.POSITIVE_INFINITY, to: 0 },
+    userMetadata: { from: Number.POSITIVE_INFINITY, to: 0 },
+    category: { from: Number.POSITIVE_INFINITY, to: 0 },
   };
+
+  /** Rows [from, to) of an id column hold ids other than its base (some of them, at least). */
+  private markVarying(name: IdColumnName, from: number, to: number): void {
+    const v = this.varying[name];
+    if (from < v.from) v.from = from;
+    if (to > v.to) v.to = to;
+    this.written[name] = true;
+  }
 
   /** Where warm memory comes from, if anywhere (see warm-memory.ts); set before the first reserve(). */
   warmMemory: WarmMemory | null = null;
@@ -384,18 +398,17 @@ export class TraceColumns {
       written.deviceFreeBytes = true;
     }
     // (a difference of 0 is left unwritten: see IdColumn)
-    const varies = this.idVaries;
     if (compileContext !== base.compileContext) {
       this.compileContext[row] = compileContext - base.compileContext;
-      varies.compileContext = written.compileContext = true;
+      this.markVarying("compileContext", row, row + 1);
     }
     if (userMetadata !== base.userMetadata) {
       this.userMetadata[row] = userMetadata - base.userMetadata;
-      varies.userMetadata = written.userMetadata = true;
+      this.markVarying("userMetadata", row, row + 1);
     }
     if (category !== base.category) {
       this.category[row] = category - base.category;
-      varies.category = written.category = true;
+      this.markVarying("category", row, row + 1);
     }
     this.length = row + 1;
     return row;
@@ -426,16 +439,20 @@ export class TraceColumns {
           // every row holds the first's id
           if (ids[0] !== base) {
             column.fill(ids[0] - base, row, row + count);
-            this.idVaries[name] = written[name] = true;
+            this.markVarying(name, row, row + count);
           }
           continue;
         }
+        let first = -1;
+        let last = -1;
         for (let j = 0; j < count; j++) {
           if (ids[j] !== base) {
             column[row + j] = ids[j] - base;
-            this.idVaries[name] = written[name] = true;
+            if (first < 0) first = j;
+            last = j;
           }
         }
+        if (first >= 0) this.markVarying(name, row + first, row + last + 1);
         continue;
       }
       if (name === "deviceFreeBytes") {
@@ -474,7 +491,7 @@ export class TraceColumns {
           ? this.view(device, rows.start, rows.count)
           : (() => {
               const t = { device, length: rows.length } as Record<string, unknown>;
-              for (const name of TRACE_COLUMNS) t[name] = this.column(name, pick(this[name], rows));
+              for (const name of TRACE_COLUMNS) t[name] = this.column(name, pick(this[name], rows), rows);
               return t as unknown as TraceTable;
             })();
       if (this.forward.size > 0) {
@@ -524,19 +541,23 @@ export class TraceColumns {
     this.capacity = this.length;
   }
 
-  /** A table's column: the stored values, as an IdColumn for the id columns. */
+  /** A table's column (its `rows`): the stored values, as an IdColumn for the id columns. */
   private column(
     name: (typeof TRACE_COLUMNS)[number],
     values: Float64Array | Int32Array | Uint8Array,
+    rows: RowSet,
   ): unknown {
     if (!isIdColumn(name)) return values;
-    return { diff: values, base: this.idBase[name], varies: this.idVaries[name] };
+    const v = this.varying[name];
+    // a list of rows: whether any staged row varies (they are few, or the trace is interleaved)
+    const varies = "start" in rows ? v.from < rows.start + rows.count && v.to > rows.start : v.from < v.to;
+    return { diff: values, base: this.idBase[name], varies };
   }
 
   private view(device: number, start: number, count: number): TraceTable {
     const table = { device, length: count } as Record<string, unknown>;
     for (const name of TRACE_COLUMNS)
-      table[name] = this.column(name, this[name].subarray(start, start + count));
+      table[name] = this.column(name, this[name].subarray(start, start + count), { start, count });
     if (!this.written.stream && !this.written.streamRaw) table.defaultStreamOnly = true;
     return table as unknown as TraceTable;
   }

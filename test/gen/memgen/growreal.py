@@ -24,7 +24,11 @@ identity, as `pickle.dump` does on the object graph torch builds), never holding
 - entries' fresh objects (the dict, a per-entry `compile_context` string, a frames list shared only by an
   allocation's two free events) are fresh again in each repetition; objects shared across the original
   window (keys, action names, frame dicts and their strings) stay shared;
-- `external_annotations` (e.g. `Optimizer.step#…` START/END) repeat with the times.
+- `external_annotations` (e.g. `Optimizer.step#…` START/END) repeat with the times;
+- `host_pins=N` also records pinned host memory (`record_pinned_host_memory=True`): in every repetition a
+  data loader pins N tensors (its batch's fields) and frees the step before's once copied, through the
+  pinned host caching allocator of `newest.py` (`HostAllocator`: power-of-two blocks, a freed block cached
+  and reused); `host_segments` and `host_traces` are added to the root, and the truth says what they hold.
 
 Nothing here reads torch; the output's peak is checked against `test/tools/replay.py` by the tests.
 """
@@ -278,9 +282,10 @@ def bank_of(k, addresses):
     return k if addresses == "unique" else 1 + (k - 1) % 2
 
 
-def grow(snap, reps, f, addresses="banks"):
+def grow(snap, reps, f, addresses="banks", host_pins=0, host_truth=None):
     """Write `snap` with each device's window repeated `reps` times to the binary file `f`; returns the
-    number of trace entries written."""
+    number of trace entries written. With `host_pins`, pinned host memory too (what it holds goes into the
+    dict `host_truth`)."""
     lo, hi = address_span(snap)
     offset = 1 << max(21, (hi - lo).bit_length())  # above the whole address range, 2 MiB aligned
     traces = snap.get("device_traces", [])
@@ -307,6 +312,13 @@ def grow(snap, reps, f, addresses="banks"):
     W.w(b"}\x94")
     W.put(snap)
     keys = list(snap.items())
+    if host_pins > 0:
+        t0 = next((e["time_us"] for t in traces for e in t if isinstance(e.get("time_us"), int)), 0)
+        host_segments, host_traces, truth = pinned_host(reps, t0, spans[0] if spans else 1, host_pins)
+        W.keep.extend((host_segments, host_traces))
+        keys += [("host_segments", host_segments), ("host_traces", host_traces)]
+        if host_truth is not None:
+            host_truth.update(truth)
     W.w(b"(" if len(keys) > 1 else b"")
     written = 0
     for k, v in keys:
@@ -326,6 +338,34 @@ def grow(snap, reps, f, addresses="banks"):
     W.w(b"u" if len(keys) > 1 else b"s")
     W.finish()
     return written
+
+
+def pinned_host(reps, t0, span, pins):
+    """A data loader's pinned batches over `reps` steps (see the module's docstring): (segments, trace,
+    truth). Frame dicts are shared, as torch symbolises each frame once; each allocation has its own list."""
+    from .allocator import Clock
+    from .newest import HostAllocator
+
+    clock = Clock(t0)
+    H = HostAllocator(clock)
+    user = "/home/user/project/train.py"
+    pin = {"name": "pin_memory", "filename": "/usr/lib/python3/site-packages/torch/utils/data/_utils/pin_memory.py",
+           "line": 69}
+    module = {"name": "<module>", "filename": user, "line": 120}
+    field_frames = [{"name": "load_batch", "filename": user, "line": 40 + i} for i in range(pins)]
+    sizes = (3_000_000, 100_000, 1_200_000, 50_000, 8_000_000, 20_000)
+    prev = []
+    for k in range(reps):
+        clock.t = max(clock.t, t0 + k * span)
+        cur = [H.malloc(sizes[i % len(sizes)] + i, [pin, field_frames[i], module]) for i in range(pins)]
+        done = [pin, {"name": "copy_batch", "filename": user, "line": 60}, module]
+        for addr in prev:
+            H.free(addr, done)
+        prev = cur
+    segments = H.segments()
+    truth = {"segments": len(segments), "reservedBytes": sum(s["total_size"] for s in segments),
+             "allocatedBytes": H.allocated, "peakAllocatedBytes": H.peak, "traceEntries": len(H.trace)}
+    return segments, H.trace, truth
 
 
 def repeat_annotations(anns, reps, span):
@@ -464,25 +504,29 @@ def load(path):
     return snap
 
 
-def entry_bytes(snap, addresses="banks"):
+def entry_bytes(snap, addresses="banks", host_pins=0):
     """Bytes per repetition, estimated from one repetition's output size."""
     import io
 
     sizes = []
     for reps in (1, 2, 3):
         buf = io.BytesIO()
-        grow(snap, reps, buf, addresses)
+        grow(snap, reps, buf, addresses, host_pins)
         sizes.append(len(buf.getvalue()))
     return sizes[0], sizes[2] - sizes[1]
 
 
-def write_grown(src, out, target_mb, addresses="banks"):
+def write_grown(src, out, target_mb, addresses="banks", host_pins=0):
     snap = load(src)
-    base, per_rep = entry_bytes(snap, addresses)
+    base, per_rep = entry_bytes(snap, addresses, host_pins)
     reps = max(1, 1 + round((target_mb * 1e6 - base) / max(1, per_rep)))
+    host = {}
     with open(out, "wb") as f:
-        n = grow(snap, reps, f, addresses)
-    return {"source": src, "repetitions": reps, "entries": n, "addresses": addresses}
+        n = grow(snap, reps, f, addresses, host_pins, host)
+    truth = {"source": src, "repetitions": reps, "entries": n, "addresses": addresses}
+    if host_pins > 0:
+        truth["host"] = host
+    return truth
 
 
 def verify(src):
