@@ -13,7 +13,7 @@ import { SnapshotAssembler } from "../src/core/model/assemble";
 import { Unpickler } from "../src/core/pickle/unpickler";
 import type { ReportJson } from "../src/core/report";
 import { fingerprint } from "./helpers/model";
-import { python, REPO } from "./helpers/python";
+import { growReal, HAVE_REAL, python, REPO } from "./helpers/python";
 
 const dir = mkdtempSync(join(tmpdir(), "peakscope-newest-"));
 python([join(REPO, "test/gen/generate.py"), "newest", dir]);
@@ -124,6 +124,41 @@ describe("newer files' shapes (skip_actions, include_traces=False, no frames key
         expect(fingerprint(readVia(bytes, "js", chunk))).toEqual(generic);
         expect(fingerprint(readVia(bytes, "wasm", chunk))).toEqual(generic);
       }
+    }
+  });
+});
+
+describe.skipIf(!HAVE_REAL)("pool_id on every trace entry (torch ≥ 2.10)", () => {
+  it("a real training trace with a new pool tuple in each entry: the WebAssembly scanner reads it, as the generic path does", () => {
+    // torch writes each entry's pool_id as a new tuple (py::make_tuple): two ints, TUPLE2, MEMOIZE each
+    // time; every 7th entry here in a private pool, as a CUDA graph's allocations are
+    const grown = join(dir, "grown.pickle");
+    growReal("Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle", 6, grown);
+    const pooled = join(dir, "grown-pool.pickle");
+    const entries = Number(
+      python([
+        "-c",
+        `import pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+t = s["device_traces"][0]
+for i, e in enumerate(t):
+    e["pool_id"] = tuple([1, 5] if i % 7 == 3 else [0, 0])
+pickle.dump(s, open(sys.argv[2], "wb"), protocol=4)
+print(len(t))`,
+        grown,
+        pooled,
+      ]).trim(),
+    );
+    const bytes = new Uint8Array(readFileSync(pooled));
+    for (const chunk of [bytes.length, 1 << 20]) {
+      const generic = readVia(bytes, "generic", chunk);
+      expect(generic.traces[0].length).toBe(entries);
+      expect(fingerprint(readVia(bytes, "js", chunk))).toEqual(fingerprint(generic));
+      const wasm = readVia(bytes, "wasm", chunk);
+      expect(fingerprint(wasm)).toEqual(fingerprint(generic));
+      // the scanner's fast path, not the generic path entry by entry: a few entries at the start and
+      // at each chunk's end are left to JavaScript
+      expect(wasm.source.traceEntriesByWasm).toBeGreaterThan(entries * 0.99);
     }
   });
 });

@@ -70,6 +70,7 @@ const NEWFALSE = 0x89;
 const SHORT_BINUNICODE = 0x8c;
 const BINUNICODE = 0x58;
 const FRAME = 0x95;
+const TUPLE2 = 0x86;
 
 // Trace entry keys
 const K_OTHER = 0;
@@ -83,6 +84,7 @@ const K_DEVICE_FREE = 7;
 const K_COMPILE_CONTEXT = 8;
 const K_USER_METADATA = 9;
 const K_CATEGORY = 10;
+const K_POOL_ID = 11;
 export const KEY_IDS = new Map<string, number>([
   ["action", K_ACTION],
   ["addr", K_ADDR],
@@ -94,6 +96,7 @@ export const KEY_IDS = new Map<string, number>([
   ["compile_context", K_COMPILE_CONTEXT],
   ["user_metadata", K_USER_METADATA],
   ["category", K_CATEGORY],
+  ["pool_id", K_POOL_ID],
 ]);
 
 // What readValue() found (the value itself is left in num / str / stackId)
@@ -127,6 +130,9 @@ export class TraceEntryScanner implements DictScanner {
   private stackCodes = new Int32Array(64);
   private lastCodeString: string | null = null;
   private lastStringCode = 0;
+  /** The last (a, b) pair readPair() memoised, and its memo code (0: none yet). */
+  private lastPair: [number, number] = [0, 0];
+  private lastPairCode = 0;
   /** The value readValue() / readString() found. */
   private num = 0;
   private str = "";
@@ -210,6 +216,13 @@ export class TraceEntryScanner implements DictScanner {
         if (!this.readString(this.next(buf, end), buf, end, memo)) return -1;
         key = this.keyId();
         p = this.p;
+      }
+      if (key === K_POOL_ID) {
+        // torch ≥ 2.10 writes every entry's pool as a new (a, b) tuple; the model keeps pools on segments
+        this.p = p;
+        if (!this.readPair(buf, end, memo)) return -1;
+        p = this.p;
+        continue;
       }
       // The value: integers inline, anything else through readValue().
       if (p + 10 > end) return -1;
@@ -486,6 +499,34 @@ export class TraceEntryScanner implements DictScanner {
       default:
         return BAIL;
     }
+  }
+
+  /**
+   * Reads a pair at p, its value not kept: a memo reference to one (a tuple the generic path made), or
+   * two ints and TUPLE2, memoised as the generic path would (the same pair as the last shares its code).
+   */
+  private readPair(buf: Uint8Array, end: number, memo: Memo): boolean {
+    const op = this.next(buf, end);
+    const p = this.p;
+    if (op === BINGET || op === LONG_BINGET) {
+      const width = op === BINGET ? 2 : 5;
+      if (p + width > end) return false;
+      const v = memo.get(refSlot(buf, p, op));
+      if (!Array.isArray(v) || v.length !== 2) return false;
+      this.p = p + width;
+      return true;
+    }
+    if (this.readValue(buf, end, memo, false) !== V_NUM) return false;
+    const a = this.num;
+    if (this.readValue(buf, end, memo, false) !== V_NUM) return false;
+    const b = this.num;
+    if (this.next(buf, end) !== TUPLE2) return false;
+    this.p++;
+    if (this.lastPairCode === 0 || a !== this.lastPair[0] || b !== this.lastPair[1]) {
+      this.lastPair = [a, b];
+      this.lastPairCode = memo.code(this.lastPair);
+    }
+    return this.store(buf, end, memo, this.lastPairCode) !== -2;
   }
 
   /** Reads a frames list at p (its EMPTY_LIST) into `stackId`, memoising its StackRef; false to bail. */

@@ -65,6 +65,7 @@ const K_DEVICE_FREE: i32 = 7;
 const K_COMPILE_CONTEXT: i32 = 8;
 const K_USER_METADATA: i32 = 9;
 const K_CATEGORY: i32 = 10;
+const K_POOL_ID: i32 = 11;
 
 // What a memo code stands for (INFO, low 3 bits; the rest as noted)
 export const I_OTHER: i32 = 1;
@@ -955,6 +956,13 @@ function entry(pos: i32, row: i32, consumedCode: i32): bool {
       key = (ki >>> 3) & 15;
     } else return false;
     if (action < 0 && key !== K_ACTION) return false;
+    if (key === K_POOL_ID) {
+      // torch ≥ 2.10 writes every entry's pool as a new (a, b) tuple; the model keeps pools on segments
+      P = p;
+      if (!readPair()) return false;
+      p = P;
+      continue;
+    }
     // the value (p + 11 <= end here)
     op = <i32>load<u8>(IN + p);
     let kind: i32;
@@ -1166,6 +1174,7 @@ export function blocks(): i32 {
 /** Before another file: pairs are numbered from 0 again (their INFO entries are cleared by JavaScript). */
 export function resetPairs(): void {
   pairCount = 0;
+  lastPairCode = 0;
 }
 
 /**
@@ -1399,6 +1408,8 @@ function block(row: i32, consumedCode: i32): bool {
 
 let pairA: f64 = 0;
 let pairB: f64 = 0;
+/** The memo code of the pair read last from the bytes (pairA, pairB), 0 before any. */
+let lastPairCode: i32 = 0;
 
 /** A pair of numbers at P (two ints and TUPLE2, memoised; or a memo reference to one read here). */
 function readPair(): bool {
@@ -1407,11 +1418,13 @@ function readPair(): bool {
   if (op === BINGET || op === LONG_BINGET) {
     const width = op === BINGET ? 2 : 5;
     if (q + width > END) return false;
-    const v = Info.of(memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1)));
+    const vc = memoCode(op === BINGET ? <u32>load<u8>(IN + q + 1) : <u32>u32at(q + 1));
+    const v = Info.of(vc);
     if ((v & 7) !== I_PAIR) return false;
     const at = PAIRS + ((v >>> 3) << 4);
     pairA = load<f64>(at);
     pairB = load<f64>(at + 8);
+    lastPairCode = vc;
     P = q + width;
     return true;
   }
@@ -1419,18 +1432,23 @@ function readPair(): bool {
   const a = vNum;
   if (!readNumber()) return false;
   const b = vNum;
-  if (nextOp() !== TUPLE2 || pairCount >= PAIR_CAP) return false;
+  if (nextOp() !== TUPLE2) return false;
   P++;
+  // the same pair as the last (torch writes a new tuple in every trace entry) shares its code
+  if (pairCount > 0 && a === pairA && b === pairB && lastPairCode !== 0) {
+    return storeMemo(lastPairCode) !== -2;
+  }
+  if (pairCount >= PAIR_CAP) return false;
   // JavaScript makes the tuple (a memo reference elsewhere may need it) and records its INFO as I_PAIR
   const code = newPair(a, b, pairCount);
   const at = PAIRS + (pairCount << 4);
   store<f64>(at, a);
   store<f64>(at + 8, b);
   pairCount++;
-  if (storeMemo(code) === -2) return false;
   pairA = a;
   pairB = b;
-  return true;
+  lastPairCode = code;
+  return storeMemo(code) !== -2;
 }
 
 /**
