@@ -24,7 +24,8 @@
 //                                  many MB (test/gen/memgen/growreal.py: its window repeated, fresh
 //                                  addresses and times, torch's memo layout) — the real-shaped input;
 //                                  grown100host: the same with pinned host memory recorded (64
-//                                  tensors pinned per step, the step before's freed: --host-pins)
+//                                  tensors pinned per step, the step before's freed: --host-pins);
+//                                  grown100pool: with a pool_id in every entry, as torch ≥ 2.10 writes
 //   BENCH_WEB_RUNS=3               runs per file (files of 1 GB and more: BENCH_WEB_BIG_RUNS, default 1)
 //   BENCH_WEB_ZOOM=1000,100,real   which files get the wheel-zoom measurement (default: all selected)
 //   BENCH_WEB_SETTLE_MS=2000      wait between the page's start and picking the file
@@ -835,13 +836,16 @@ function fileSpecs(): Spec[] {
       });
       continue;
     }
-    const grownMb = /^grown(\d+)(host)?$/.exec(key);
+    const grownMb = /^grown(\d+)(host|pool)?$/.exec(key);
     if (grownMb) {
       const mb = Number(grownMb[1]);
-      const path = grownSnapshot(mb, grownMb[2] ? HOST_PINS : 0);
+      const path =
+        grownMb[2] === "pool"
+          ? withPoolIds(grownSnapshot(mb))
+          : grownSnapshot(mb, grownMb[2] === "host" ? HOST_PINS : 0);
       out.push({
         key,
-        label: `real-shaped ${(statSync(path).size / 1e6).toFixed(0)} MB${grownMb[2] ? " + host" : ""}`,
+        label: `real-shaped ${(statSync(path).size / 1e6).toFixed(0)} MB${grownMb[2] ? ` + ${grownMb[2]}` : ""}`,
         path,
         runs: mb >= 1000 ? bigRuns : runsWanted,
         timeoutMs: 90_000 + mb * 600,
@@ -886,6 +890,25 @@ function grownSnapshot(mb: number, hostPins = 0): string {
     const args = ["test/gen/generate.py", "grow-real", "--from", GROW_FROM, "--target-mb", String(mb)];
     if (hostPins > 0) args.push("--host-pins", String(hostPins));
     execFileSync("python3", [...args, path], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  }
+  return path;
+}
+
+/**
+ * The grown file as torch ≥ 2.10 writes its entries: each with a `pool_id`, a new (0, 0) tuple each time
+ * (py::make_tuple), so two ints, TUPLE2 and MEMOIZE in every entry. Written once, by Python's pickle.
+ */
+function withPoolIds(grown: string): string {
+  const path = grown.replace(/\.pickle$/, "-pool.pickle");
+  if (!existsSync(path)) {
+    log(`writing ${path} (pool_id on every entry) …`);
+    const code = `import pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+for t in s["device_traces"]:
+    for e in t:
+        e["pool_id"] = tuple([0, 0])
+pickle.dump(s, open(sys.argv[2], "wb"), protocol=4)`;
+    execFileSync("python3", ["-c", code, grown, path], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
   }
   return path;
 }
