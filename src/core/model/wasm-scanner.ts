@@ -691,9 +691,11 @@ export class WasmTraceScanner implements DictScanner {
       }
       return code;
     },
-    // a segment_pool_id the module read: the tuple (a list here, as TUPLE2 makes it), its INFO its index
+    // a pair the module read (a segment_pool_id, a trace entry's pool_id): the tuple (a list here, as
+    // TUPLE2 makes it), its INFO its index. A shared code: the module gives it to the equal tuples that
+    // follow (torch writes a new one in every trace entry), and a shared value is never let go with a slot.
     newPair: (a: number, b: number, index: number): number => {
-      const code = (this.memo as Memo).objectCode([a, b]);
+      const code = (this.memo as Memo).code([a, b]);
       const i = this.index(code);
       if (i < this.infoCap) {
         this.info[i] = I_PAIR | (index << 3);
