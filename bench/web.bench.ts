@@ -896,19 +896,16 @@ function grownSnapshot(mb: number, hostPins = 0): string {
 
 /**
  * The grown file as torch ≥ 2.10 writes its entries: each with a `pool_id`, a new (0, 0) tuple each time
- * (py::make_tuple), so two ints, TUPLE2 and MEMOIZE in every entry. Written once, by Python's pickle.
+ * (`generate.py pool-ids`). Written once.
  */
 function withPoolIds(grown: string): string {
   const path = grown.replace(/\.pickle$/, "-pool.pickle");
   if (!existsSync(path)) {
     log(`writing ${path} (pool_id on every entry) …`);
-    const code = `import pickle, sys
-s = pickle.load(open(sys.argv[1], "rb"))
-for t in s["device_traces"]:
-    for e in t:
-        e["pool_id"] = tuple([0, 0])
-pickle.dump(s, open(sys.argv[2], "wb"), protocol=4)`;
-    execFileSync("python3", ["-c", code, grown, path], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+    execFileSync("python3", ["test/gen/generate.py", "pool-ids", grown, path], {
+      cwd: ROOT,
+      stdio: ["ignore", "ignore", "inherit"],
+    });
   }
   return path;
 }

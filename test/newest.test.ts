@@ -135,19 +135,8 @@ describe.skipIf(!HAVE_REAL)("pool_id on every trace entry (torch ≥ 2.10)", () 
     const grown = join(dir, "grown.pickle");
     growReal("Wedsonlin__assignment2-systems__medium_256_training_memory_snapshot.pickle", 6, grown);
     const pooled = join(dir, "grown-pool.pickle");
-    const entries = Number(
-      python([
-        "-c",
-        `import pickle, sys
-s = pickle.load(open(sys.argv[1], "rb"))
-t = s["device_traces"][0]
-for i, e in enumerate(t):
-    e["pool_id"] = tuple([1, 5] if i % 7 == 3 else [0, 0])
-pickle.dump(s, open(sys.argv[2], "wb"), protocol=4)
-print(len(t))`,
-        grown,
-        pooled,
-      ]).trim(),
+    const { entries } = JSON.parse(
+      python(["test/gen/generate.py", "pool-ids", grown, pooled, "--private-every", "7"]),
     );
     const bytes = new Uint8Array(readFileSync(pooled));
     for (const chunk of [bytes.length, 1 << 20]) {

@@ -129,6 +129,22 @@ def libraries(outdir):
     return list(runs)
 
 
+def pool_ids(src, out, private_every=0):
+    """A snapshot with a pool_id in every trace entry, as torch >= 2.10 writes them: a new tuple each time
+    (py::make_tuple), so two ints, TUPLE2 and MEMOIZE in every entry; every Nth entry in a private pool
+    (1, 5) with --private-every N. Written with Python's pickle; prints the entries."""
+    with open(src, "rb") as f:
+        snap = pickle.load(f)
+    n = 0
+    for t in snap["device_traces"]:
+        for e in t:
+            e["pool_id"] = tuple([1, 5] if private_every and n % private_every == 3 else [0, 0])
+            n += 1
+    with open(out, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    return {"entries": n}
+
+
 def memo_overwrite(out):
     """A hand-assembled pickle whose frame memo slot is overwritten by PUT between identical entries."""
     from memgen import handpickle
@@ -233,6 +249,11 @@ def main(argv=None):
 
     lb = sub.add_parser("libraries", help=libraries.__doc__.splitlines()[0])
     lb.add_argument("outdir")
+    pi = sub.add_parser("pool-ids", help=pool_ids.__doc__.splitlines()[0])
+    pi.add_argument("src")
+    pi.add_argument("out")
+    pi.add_argument("--private-every", type=int, default=0)
+
     mo = sub.add_parser("memo-overwrite", help=memo_overwrite.__doc__.splitlines()[0])
     mo.add_argument("out")
     ko = sub.add_parser("key-overwrite", help=key_overwrite.__doc__.splitlines()[0])
@@ -244,6 +265,8 @@ def main(argv=None):
             p.error("--workspace active needs --layout npu")
         known(a.out, a.layout, a.paths, a.moment, a.protocol, a.truncate_trace, a.record_from, a.streams,
               a.workspace)
+    elif a.cmd == "pool-ids":
+        print(json.dumps(pool_ids(a.src, a.out, a.private_every)))
     elif a.cmd == "demo":
         demo(a.out)
     elif a.cmd == "variants":
